@@ -1,0 +1,40 @@
+"""sensorgym: robot sensors for vectorized Gymnasium environments.
+
+Measured readings (physics imperfection -> transform -> hardware imperfection -> projection ->
+delay/jitter, optionally with history) for the policy, ground-truth twins for the critic, and per-episode
+per-env randomization of every imperfection.
+
+Example:
+    >>> import torch, sensorgym as sg
+    >>> mgr = sg.SensorManager(num_envs=4, dt=0.02, seed=0)
+    >>> imu = mgr.add_sensor(sg.StateSensorOptions(key="gyro", shape=(3,), noise=0.01, delay=0.04))
+    >>> mgr.reset({"gyro": torch.zeros(4, 3)})
+    >>> mgr.step({"gyro": torch.ones(4, 3)})
+    >>> imu.read().shape, imu.read_ground_truth()[0].tolist()
+    (torch.Size([4, 3]), [1.0, 1.0, 1.0])
+"""
+
+from .manager import SensorManager
+from .metadata import SensorMetadata
+from .options import SensorOptions, SimpleSensorOptions
+from .randomization import Choice, Distribution, LogUniform, Normal, Uniform
+from .sensor import Sensor, SimpleSensor
+from .sensors import StateSensor, StateSensorOptions
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Choice",
+    "Distribution",
+    "LogUniform",
+    "Normal",
+    "Sensor",
+    "SensorManager",
+    "SensorMetadata",
+    "SensorOptions",
+    "SimpleSensor",
+    "SimpleSensorOptions",
+    "StateSensor",
+    "StateSensorOptions",
+    "Uniform",
+]

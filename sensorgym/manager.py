@@ -1,0 +1,414 @@
+"""``SensorManager``: owns all sensor storage, runs the per-step pipeline, serves reads and state.
+
+Example:
+    >>> import torch, sensorgym as sg
+    >>> mgr = sg.SensorManager(num_envs=2, dt=0.02, seed=0)
+    >>> gyro = mgr.add_sensor(sg.StateSensorOptions(key="gyro", shape=(3,), delay=0.04, history_length=2))
+    >>> ramp = lambda t: {"gyro": torch.full((2, 3), float(t))}
+    >>> mgr.reset(ramp(0))
+    >>> for t in range(1, 4):
+    ...     mgr.step(ramp(t))
+    >>> gyro.read()[0, :, 0].tolist(), gyro.read_ground_truth(history_length=0)[0, 0].item()
+    ([1.0, 0.0], 3.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from .metadata import SensorMetadata
+from .options import SensorOptions, SimpleSensorOptions
+from .ring import Clock
+from .sensor import Sensor, _overrides, normalize_format
+from .storage import ClassStorage, DtypeGroup
+
+__all__ = ["SensorManager"]
+
+
+class SensorManager:
+    """Batched sensors for ``num_envs`` parallel environments stepped every ``dt`` seconds.
+
+    Args:
+        num_envs: batch size ``B``.
+        dt: control step in seconds (the time between two :meth:`step` calls).
+        device: where every buffer lives (``"cpu"``, ``"cuda"``, ...); states may come from anywhere.
+        seed: seeds the one ``torch.Generator`` behind noise, jitter and randomization
+            (None: nondeterministic).
+
+    See the module docstring for a runnable example.
+    """
+
+    def __init__(self, num_envs: int, dt: float, device: str | torch.device = "cpu",
+                 seed: int | None = None) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"SensorManager(num_envs={num_envs!r}): num_envs must be an int >= 1.")
+        if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or dt <= 0:
+            raise ValueError(
+                f"SensorManager(dt={dt!r}): dt is the control step in seconds and must be > 0. "
+                "Fix: pass e.g. dt=0.02 (50 Hz)."
+            )
+        self.num_envs = int(num_envs)
+        self.dt = float(dt)
+        self.device = torch.device(device)
+        self.generator = torch.Generator(device=self.device)
+        self.seed(seed)
+        self.clock = Clock()
+        self.sensors: list[Sensor] = []
+        self._names: set[str] = set()
+        self._built = False
+        self._groups: dict[torch.dtype, DtypeGroup] = {}
+        self._stores: dict[type, ClassStorage] = {}
+        self._all_rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        self._saved: list[torch.Tensor] = []
+
+    # -- configuration ---------------------------------------------------------------------------------
+    def seed(self, seed: int | None) -> None:
+        """Reseed the manager's generator (None: from OS entropy)."""
+        if seed is None:
+            self.generator.seed()
+        else:
+            self.generator.manual_seed(int(seed))
+
+    def add_sensor(self, options: SensorOptions, name: str | None = None) -> Sensor:
+        """Create the sensor registered for ``type(options)``; returns its handle."""
+        if self._built:
+            raise RuntimeError(
+                "add_sensor() after build: the storage layout is fixed once the manager is built "
+                "(by build() or the first reset()). Fix: add every sensor before the first reset."
+            )
+        if not isinstance(options, SensorOptions):
+            raise TypeError(
+                f"add_sensor expects a SensorOptions instance, got {type(options).__name__}. Fix: pass "
+                "e.g. sg.StateSensorOptions(key='obs')."
+            )
+        cls = Sensor.registered_class(type(options))
+        name = name if name is not None else f"{cls.__name__}_{len(self.sensors)}"
+        if name in self._names:
+            raise ValueError(f"add_sensor(name={name!r}): a sensor with this name already exists.")
+        sensor = cls(options, self, name)
+        self._names.add(name)
+        self.sensors.append(sensor)
+        return sensor
+
+    @property
+    def is_built(self) -> bool:
+        return self._built
+
+    def build(self, state: Any = None) -> None:
+        """Lay out and allocate every buffer. Optional: the first :meth:`reset` builds with its state
+        (which lets sensors infer shapes)."""
+        if self._built:
+            return
+        if not self.sensors:
+            raise RuntimeError("build(): no sensors were added. Fix: call add_sensor(...) first.")
+        by_class: dict[type, list[Sensor]] = {}
+        for s in self.sensors:
+            by_class.setdefault(type(s), []).append(s)
+        layout: dict[torch.dtype, list[tuple[type, int]]] = {}
+        rinfo: dict[type, tuple[torch.dtype, int]] = {}
+        for cls, sensors in by_class.items():
+            icol = rcol = 0
+            for j, s in enumerate(sensors):
+                s._on_build(state)
+                ifields = normalize_format(s._get_intermediate_format(), f"{cls.__name__}."
+                                           "_get_intermediate_format")
+                rfields = normalize_format(s._get_return_format(), f"{cls.__name__}._get_return_format")
+                iw, rw = sum(math.prod(f) for f in ifields), sum(math.prod(f) for f in rfields)
+                s.index = j
+                s.cache_slice, s.return_slice = slice(icol, icol + iw), slice(rcol, rcol + rw)
+                icol, rcol = icol + iw, rcol + rw
+            idtype, rdtype = cls._get_intermediate_dtype(), cls._get_cache_dtype()
+            for what, dt in (("_get_intermediate_dtype", idtype), ("_get_cache_dtype", rdtype)):
+                if not isinstance(dt, torch.dtype):
+                    raise TypeError(f"{cls.__name__}.{what}() must return a torch.dtype, got {dt!r}")
+            layout.setdefault(idtype, []).append((cls, icol))
+            rinfo[cls] = (rdtype, rcol)
+        for idtype, entries in layout.items():
+            # ring-pipeline classes first, so the timeline rings cover one leading column span
+            entries.sort(key=lambda e: not e[0].uses_ring_pipeline)
+            ring_cols = sum(w for c, w in entries if c.uses_ring_pipeline)
+            depth = max([c.timeline_depth for c, _ in entries if c.uses_ring_pipeline] or [1])
+            group = DtypeGroup(idtype, sum(w for _, w in entries), ring_cols, max(1, depth),
+                               self.num_envs, self.device, self.clock)
+            self._groups[idtype] = group
+            start = 0
+            for cls, width in entries:
+                sensors = by_class[cls]
+                param_dtype = None
+                if any(isinstance(s.options, SimpleSensorOptions) for s in sensors):
+                    param_dtype = idtype if idtype.is_floating_point else None
+                md = SensorMetadata(cls, sensors, self.num_envs, self.dt, self.device, self.generator,
+                                    [s.cache_slice.stop - s.cache_slice.start for s in sensors],
+                                    param_dtype)
+                rdtype, rcols = rinfo[cls]
+                st = ClassStorage(cls, sensors, md, group, slice(start, start + width), rdtype, rcols,
+                                  _overrides(cls, "_post_process"), self.clock)
+                for s in sensors:
+                    s._storage = st
+                self._stores[cls] = st
+                start += width
+        # keep the class order of first appearance
+        self._stores = {cls: self._stores[cls] for cls in by_class}
+        self._built = True
+        self._any_raise = any(s.options.nan_policy == "raise" for s in self.sensors)
+        self._plan_draws()
+
+    def _plan_draws(self) -> None:
+        """One standard-normal draw per dtype per step covers every class that needs noise or drift."""
+        for group in self._groups.values():
+            users = [st for st in self._stores.values() if st.group is group
+                     and st.md.has_component_params and (st.md.has_noise or st.md.has_random_walk)]
+            if not users:
+                group.draws = None
+                continue
+            lo = min(st.islice.start for st in users)
+            hi = max(st.islice.stop for st in users)
+            if group.draws is None or group.draws.shape[2] != hi - lo or group.draw_start != lo:
+                group.draws = torch.zeros(2, self.num_envs, hi - lo, dtype=group.dtype,
+                                          device=self.device)
+                group.draw_start = lo
+            for st in users:
+                sl = slice(st.islice.start - lo, st.islice.stop - lo)
+                st.md.noise_draw = group.draws[0][:, sl]
+                st.md.random_walk_draw = group.draws[1][:, sl]
+
+    # -- stepping --------------------------------------------------------------------------------------
+    def reset(self, state: Any, envs_idx: Any = None) -> None:
+        """Start a new episode for the given envs (all by default; a bool mask or indices): resample their
+        randomized options and re-capture a snapshot for them only, without advancing the others."""
+        if not self._built:
+            self.build(state)
+        mask = self._to_mask(envs_idx, "envs_idx")
+        self._capture(state, mask, advancing=False)
+
+    def step(self, state: Any, reset_mask: Any = None) -> None:
+        """One control step for every env. ``reset_mask`` (optional, bool (B,) or indices) marks envs
+        whose ``state`` is the first of a new episode (e.g. a gymnasium autoreset): they are reset as part
+        of this step instead of needing a separate :meth:`reset`."""
+        if not self._built:
+            raise RuntimeError(
+                "step() before reset(): the manager captures the first snapshot of each episode at "
+                "reset. Fix: call mgr.reset(state) once before stepping."
+            )
+        mask = None if reset_mask is None else self._to_mask(reset_mask, "reset_mask")
+        self.clock.tick()
+        self._capture(state, mask, advancing=True)
+
+    def _capture(self, state: Any, mask: torch.Tensor | None, advancing: bool) -> None:
+        # A reset must leave the envs it does not reset untouched, and a failed step (e.g.
+        # nan_policy="raise") must not lose captured snapshots: both save the rows a capture writes.
+        keep = None
+        if not advancing or self._any_raise:
+            keep = [t for g in self._groups.values() for t in g.row_state()]
+            for st in self._stores.values():
+                keep += st.row_state()
+                if mask is not None:
+                    keep += list(st.md.parameter_tensors())
+            self._save(keep)
+        try:
+            for st in self._stores.values():
+                st.md.reset_mask, st.md.advancing = mask, advancing
+                if mask is not None:
+                    st.md.resample(mask)
+                    st.cls._reset_envs(st.md, mask)
+            for group in self._groups.values():
+                if group.draws is not None:
+                    torch.randn(group.draws.shape, generator=self.generator, dtype=group.dtype,
+                                device=self.device, out=group.draws)
+            for st in self._stores.values():
+                st.capture(state, mask)
+            if not advancing:
+                self._restore(keep, mask)
+        except BaseException:
+            if keep is not None:
+                self._restore(keep, torch.zeros_like(self._all_rows))
+                for st in self._stores.values():
+                    st.md.refresh_derived()
+            if advancing:
+                self.clock.t -= 1
+            raise
+        finally:
+            for st in self._stores.values():
+                st.md.reset_mask, st.md.advancing = None, True
+
+    def _save(self, tensors: list[torch.Tensor]) -> None:
+        if len(self._saved) != len(tensors) or any(
+            a.shape != b.shape or a.dtype != b.dtype for a, b in zip(self._saved, tensors)
+        ):
+            self._saved = [torch.empty_like(t) for t in tensors]
+        for dst, src in zip(self._saved, tensors):
+            dst.copy_(src)
+
+    def _restore(self, tensors: list[torch.Tensor], mask: torch.Tensor) -> None:
+        for cur, old in zip(tensors, self._saved):
+            rows = mask.view(-1, *([1] * (cur.dim() - 1)))
+            torch.where(rows, cur, old, out=cur)
+
+    def _to_mask(self, envs_idx: Any, what: str) -> torch.Tensor:
+        b = self.num_envs
+        if envs_idx is None:
+            return self._all_rows
+        if torch.is_tensor(envs_idx):
+            t = envs_idx
+        else:
+            arr = np.asarray(envs_idx)
+            if arr.dtype == object or not (arr.dtype == bool or np.issubdtype(arr.dtype, np.integer)
+                                           or arr.size == 0):
+                raise TypeError(
+                    f"{what}={envs_idx!r}: expected a bool mask of shape ({b},) or env indices. Fix: "
+                    "pass e.g. np.array([True, False, ...]) or [0, 3]."
+                )
+            t = torch.from_numpy(arr.astype(np.int64) if arr.size == 0 else arr)
+        if t.dtype == torch.bool:
+            if t.shape != (b,):
+                raise ValueError(
+                    f"{what}: bool mask has shape {tuple(t.shape)} but num_envs={b}. Fix: pass a mask "
+                    f"of shape ({b},)."
+                )
+            return t.to(self.device)
+        if t.dtype.is_floating_point or t.dtype.is_complex:
+            raise TypeError(f"{what}: env indices must be integers, got dtype {t.dtype}.")
+        t = t.reshape(-1).to(torch.long)
+        if t.numel() and (int(t.min()) < 0 or int(t.max()) >= b):
+            raise ValueError(
+                f"{what}: env indices {t.tolist()} out of range for num_envs={b}. Fix: use indices in "
+                f"[0, {b - 1}]."
+            )
+        mask = torch.zeros(b, dtype=torch.bool, device=self.device)
+        mask[t.to(self.device)] = True
+        return mask
+
+    def _to_rows(self, envs_idx: Any) -> torch.Tensor:
+        return torch.nonzero(self._to_mask(envs_idx, "envs_idx")).flatten()
+
+    # -- reads -----------------------------------------------------------------------------------------
+    def _require_built(self, what: str) -> None:
+        if not self._built:
+            raise RuntimeError(f"{what} before the manager was built. Fix: call mgr.reset(state) first.")
+
+    def _read(self, sensor: Sensor, history_length: int | None, ground_truth: bool) -> Any:
+        self._require_built("read()")
+        st: ClassStorage = sensor._storage
+        n_max = sensor.options.history_length
+        n = n_max if history_length is None else history_length
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"read(history_length={history_length!r}): expected an int >= 0.")
+        if n > n_max:
+            raise ValueError(
+                f"read(history_length={n}) on sensor {sensor.name!r}: only {n_max} reads of history are "
+                f"kept. Fix: set history_length={n} in its options, or read fewer."
+            )
+        if n == 0:
+            cache = st.gt_cache if ground_truth else st.m_cache
+            return sensor._pack(cache[:, sensor.return_slice], (self.num_envs,))
+        ring = st.gt_ring if ground_truth else st.hist
+        return sensor._pack(ring.history(n, sensor.return_slice), (self.num_envs, n))
+
+    def read_sensors(self, ground_truth: bool = False) -> dict[type, torch.Tensor]:
+        """``{SensorClass: (B, [H,] cols)}`` new tensors; ``H`` is the class's longest history."""
+        self._require_built("read_sensors()")
+        out = {}
+        for cls, st in self._stores.items():
+            if st.H:
+                out[cls] = (st.gt_ring if ground_truth else st.hist).history(st.H)
+            else:
+                out[cls] = (st.gt_cache if ground_truth else st.m_cache).clone()
+        return out
+
+    def metadata(self, sensor_cls: type) -> SensorMetadata:
+        self._require_built("metadata()")
+        return self._stores[sensor_cls].md
+
+    def storage(self, sensor_cls: type) -> ClassStorage:
+        self._require_built("storage()")
+        return self._stores[sensor_cls]
+
+    # -- randomization and setters ---------------------------------------------------------------------
+    def _read_randomization(self, sensor: Sensor) -> dict[str, torch.Tensor]:
+        self._require_built("read_randomization()")
+        return sensor._storage.md.randomization(sensor)
+
+    def randomization_names(self) -> list[str]:
+        """Column names of :meth:`read_randomization`: ``"<sensor>.<field>[<component>]"``."""
+        self._require_built("randomization_names()")
+        names = []
+        for s in self.sensors:
+            for f, v in s.read_randomization().items():
+                names += [f"{s.name}.{f}"] if v.shape[1] == 1 and f in ("delay", "jitter") else \
+                    [f"{s.name}.{f}[{i}]" for i in range(v.shape[1])]
+        return names
+
+    def read_randomization(self) -> torch.Tensor:
+        """``(B, P)`` float32: every randomized option's current per-env value (for a critic)."""
+        self._require_built("read_randomization()")
+        parts = [v for s in self.sensors for v in s.read_randomization().values()]
+        if not parts:
+            return torch.zeros(self.num_envs, 0, device=self.device)
+        return torch.cat(parts, dim=1)
+
+    def _set_component_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
+        self._require_built(f"set_{name}()")
+        sensor._storage.md.set_component(sensor, name, value, self._to_rows(envs_idx))
+        self._plan_draws()
+
+    def _set_time_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
+        self._require_built(f"set_{name}()")
+        st = sensor._storage
+        st.md.set_time(sensor, name, value, self._to_rows(envs_idx), st.max_shift)
+
+    # -- persistence -----------------------------------------------------------------------------------
+    def _layout(self) -> list[tuple[str, list[str], int, int]]:
+        return [(cls.__qualname__, [s.name for s in st.sensors], st.islice.stop - st.islice.start,
+                 st.rcols) for cls, st in self._stores.items()]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue bit-identically: rings, index, accumulators, parameters, RNG."""
+        self._require_built("state_dict()")
+        return {
+            "version": 1,
+            "num_envs": self.num_envs,
+            "dt": self.dt,
+            "t": self.clock.t,
+            "generator": self.generator.get_state(),
+            "layout": self._layout(),
+            "groups": {str(d): {k: v.clone() for k, v in g.state_tensors().items()}
+                       for d, g in self._groups.items()},
+            "classes": {cls.__qualname__: {
+                "tensors": {k: v.clone() for k, v in st.state_tensors().items()},
+                "flags": st.md.flags(),
+            } for cls, st in self._stores.items()},
+        }
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict` into a manager with the same sensors (built by reset/build)."""
+        self._require_built("load_state_dict()")
+        if state_dict.get("version") != 1:
+            raise ValueError(f"load_state_dict: unknown version {state_dict.get('version')!r}.")
+        layout = [tuple(x) if not isinstance(x, tuple) else x for x in state_dict["layout"]]
+        mine = [tuple(x) for x in self._layout()]
+        if (state_dict["num_envs"], state_dict["dt"]) != (self.num_envs, self.dt) or \
+                [tuple(x) for x in layout] != mine:
+            raise ValueError(
+                "load_state_dict: the saved manager has a different configuration "
+                f"(num_envs={state_dict['num_envs']}, dt={state_dict['dt']}, layout={layout}) than this one "
+                f"(num_envs={self.num_envs}, dt={self.dt}, layout={mine}). Fix: create the manager with "
+                "the same sensors, in the same order, before loading."
+            )
+        for d, g in self._groups.items():
+            for k, v in g.state_tensors().items():
+                v.copy_(state_dict["groups"][str(d)][k])
+        for cls, st in self._stores.items():
+            saved = state_dict["classes"][cls.__qualname__]
+            for k, v in st.state_tensors().items():
+                v.copy_(saved["tensors"][k])
+            for k, v in saved["flags"].items():
+                setattr(st.md, k, v)
+            st.md.refresh_derived()
+        self.clock.t = int(state_dict["t"])
+        self.generator.set_state(state_dict["generator"])
+        self._plan_draws()

@@ -1,0 +1,248 @@
+"""Sensor options and their validation.
+
+``SensorOptions`` holds the time options every sensor has (delay, jitter, history, padding, non-finite
+policy); ``SimpleSensorOptions`` adds the hardware imperfections of the standard pipeline (noise, bias,
+random walk, resolution). Every field is checked when the options object is constructed; an invalid value
+raises a ``ValueError``/``TypeError`` naming the field, the value and the fix. Checks that need the sensor's
+size (one value per component) or the control step ``dt`` run when the sensor is added to a manager.
+
+Example:
+    >>> import sensorgym as sg
+    >>> sg.SimpleSensorOptions(delay=0.04, jitter=0.02, noise=[0.1, 0.1, 0.2], history_length=3).jitter
+    0.02
+    >>> sg.SensorOptions(delay=0.01, jitter=0.02)
+    Traceback (most recent call last):
+    ...
+    ValueError: SensorOptions.jitter=0.02 is invalid: jitter is extra delay on top of `delay` and must satisfy 0 <= jitter <= delay (0.01). Fix: lower jitter to at most 0.01 or raise delay.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Union
+
+import numpy as np
+
+from .randomization import Distribution
+
+__all__ = ["ComponentValue", "SensorOptions", "SimpleSensorOptions", "TimeValue", "option_error"]
+
+TimeValue = Union[float, Distribution]
+ComponentValue = Union[float, Sequence[Union[float, Distribution]], Distribution]
+
+PADDING_TYPES = ("reset", "zero")
+NAN_POLICIES = ("propagate", "raise", "hold")
+
+
+def option_error(owner: str, name: str, value: Any, why: str, fix: str) -> ValueError:
+    """Build the uniform error message: field, value, reason and fix."""
+    return ValueError(f"{owner}.{name}={value!r} is invalid: {why}. Fix: {fix}.")
+
+
+def bounds_of(value: float | Distribution) -> tuple[float, float]:
+    """``(lowest, highest)`` value a number or distribution can take."""
+    if isinstance(value, Distribution):
+        return value.bounds
+    return (float(value), float(value))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SensorOptions:
+    """Time options shared by every sensor.
+
+    Args:
+        delay: seconds between capture and the read that shows it; ``D = round(delay / dt)`` steps
+            (zero-order hold). A number or a :class:`~sensorgym.Distribution` resampled per env at reset.
+        jitter: extra random delay in seconds, ``0 <= jitter <= delay``; each step each env adds
+            ``floor(j / dt + u)`` steps with ``j ~ U[0, jitter)``, ``u ~ U[0, 1)``. Reads never go back in
+            capture time.
+        history_length: ``N > 0`` makes ``read()`` return the last ``N`` reads, newest first.
+        padding_type: what delayed and history reads show before the episode has produced enough
+            snapshots: ``"reset"`` repeats the episode's first snapshot, ``"zero"`` gives zeros.
+        nan_policy: non-finite raw values: ``"propagate"`` (default), ``"raise"`` (a ``ValueError`` naming
+            the sensor; costs one device sync per step), ``"hold"`` (keep the last finite raw value).
+        max_delay: optional upper bound, in seconds, on ``delay + jitter`` that ``set_delay`` /
+            ``set_jitter`` may reach at run time; the delay ring is sized for it.
+
+    Example:
+        >>> import sensorgym as sg
+        >>> sg.SensorOptions(delay=sg.Uniform(0.0, 0.06), jitter=0.02, padding_type="zero").padding_type
+        'zero'
+    """
+
+    delay: TimeValue = 0.0
+    jitter: TimeValue = 0.0
+    history_length: int = 0
+    padding_type: str = "reset"
+    nan_policy: str = "propagate"
+    max_delay: float | None = None
+
+    #: fields whose value may be a Distribution
+    randomizable: ClassVar[tuple[str, ...]] = ("delay", "jitter")
+
+    def __post_init__(self) -> None:
+        self._validate()
+
+    # -- validation ------------------------------------------------------------------------------------
+    def _err(self, name: str, value: Any, why: str, fix: str) -> ValueError:
+        return option_error(type(self).__name__, name, value, why, fix)
+
+    def _check_time(self, name: str, value: Any) -> None:
+        if isinstance(value, Distribution):
+            lo, hi = value.bounds
+            if lo < 0:
+                raise self._err(name, value, f"it can produce negative {name} ({lo})",
+                                "use a distribution with non-negative support, e.g. Uniform(0.0, 0.04) or "
+                                "Normal(..., low=0.0, high=...)")
+            if not math.isfinite(hi):
+                raise self._err(name, value, f"{name} must be bounded so the delay ring can be sized",
+                                "give the Normal distribution a finite high=... bound")
+            return
+        if not _is_number(value):
+            raise TypeError(
+                f"{type(self).__name__}.{name}={value!r} is invalid: expected seconds as a float or a "
+                f"Distribution. Fix: pass e.g. {name}=0.02 or {name}=sg.Uniform(0.0, 0.04)."
+            )
+        if not math.isfinite(float(value)) or float(value) < 0:
+            raise self._err(name, value, f"{name} must be a finite number of seconds >= 0",
+                            f"use {name}=0.0 for none")
+        object.__setattr__(self, name, float(value))
+
+    def _validate(self) -> None:
+        self._check_time("delay", self.delay)
+        self._check_time("jitter", self.jitter)
+        d_lo, d_hi = bounds_of(self.delay)
+        j_lo, j_hi = bounds_of(self.jitter)
+        if j_hi > d_hi + 1e-12:
+            raise self._err(
+                "jitter", self.jitter,
+                f"jitter is extra delay on top of `delay` and must satisfy 0 <= jitter <= delay ({self.delay})",
+                f"lower jitter to at most {d_hi:g} or raise delay",
+            )
+        h = self.history_length
+        if isinstance(h, bool) or not isinstance(h, (int, np.integer)):
+            raise TypeError(
+                f"{type(self).__name__}.history_length={h!r} is invalid: expected an int. "
+                "Fix: pass history_length=0 (no history) or a positive number of reads."
+            )
+        if h < 0:
+            raise self._err("history_length", h, "it must be >= 0",
+                            "use 0 for no history or N > 0 for the last N reads")
+        object.__setattr__(self, "history_length", int(h))
+        if self.padding_type not in PADDING_TYPES:
+            raise self._err("padding_type", self.padding_type, f"it must be one of {PADDING_TYPES}",
+                            'use padding_type="reset" (repeat the first snapshot) or "zero"')
+        if self.nan_policy not in NAN_POLICIES:
+            raise self._err("nan_policy", self.nan_policy, f"it must be one of {NAN_POLICIES}",
+                            'use nan_policy="propagate", "raise" or "hold"')
+        if self.max_delay is not None:
+            if not _is_number(self.max_delay) or not math.isfinite(self.max_delay):
+                raise self._err("max_delay", self.max_delay, "it must be a finite number of seconds",
+                                "pass max_delay=None or e.g. max_delay=0.1")
+            if self.max_delay < d_hi + j_hi - 1e-12:
+                raise self._err(
+                    "max_delay", self.max_delay,
+                    f"it is below delay + jitter ({d_hi + j_hi:g}) that the options already reach",
+                    f"use max_delay >= {d_hi + j_hi:g} or leave it None",
+                )
+            object.__setattr__(self, "max_delay", float(self.max_delay))
+
+    # -- helpers used by the manager -------------------------------------------------------------------
+    def randomized_fields(self) -> tuple[str, ...]:
+        """Names of fields given as distributions (directly or per component)."""
+        out = []
+        for f in self.randomizable:
+            v = getattr(self, f)
+            if isinstance(v, Distribution) or (
+                isinstance(v, tuple) and any(isinstance(x, Distribution) for x in v)
+            ):
+                out.append(f)
+        return tuple(out)
+
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimpleSensorOptions(SensorOptions):
+    """Options of the standard pipeline: time options plus hardware imperfections.
+
+    Each imperfection is a number (all components), one value per component, or a
+    :class:`~sensorgym.Distribution` (sampled per env and component at every reset); a per-component
+    sequence may itself hold distributions. Order at the output stage: random walk, noise, bias,
+    resolution.
+
+    Args:
+        noise: std of zero-mean Gaussian noise drawn every step.
+        bias: constant offset added to the output.
+        random_walk: std of the per-step increment of a drift accumulator added to the output (zeroed at
+            every reset).
+        resolution: quantization step ``r``: the output is ``round(x / r) * r`` (half to even) where
+            ``r > 0``.
+
+    Example:
+        >>> import sensorgym as sg
+        >>> sg.SimpleSensorOptions(noise=0.01, bias=[0.0, 0.1, -0.1], resolution=0.05).bias
+        (0.0, 0.1, -0.1)
+    """
+
+    noise: ComponentValue = 0.0
+    bias: ComponentValue = 0.0
+    random_walk: ComponentValue = 0.0
+    resolution: ComponentValue = 0.0
+
+    randomizable: ClassVar[tuple[str, ...]] = (
+        "delay", "jitter", "noise", "bias", "random_walk", "resolution"
+    )
+    #: imperfections that must be >= 0 (bias may be negative)
+    _non_negative: ClassVar[tuple[str, ...]] = ("noise", "random_walk", "resolution")
+
+    def _validate(self) -> None:
+        super()._validate()
+        for name in ("noise", "bias", "random_walk", "resolution"):
+            object.__setattr__(self, name, self._check_component(name, getattr(self, name)))
+
+    def _check_component(self, name: str, value: Any) -> ComponentValue:
+        non_neg = name in self._non_negative
+        fix = f"pass {name}=0.0, a list with one value per component, or a Distribution"
+
+        def check_one(v: Any, where: str) -> float | Distribution:
+            if isinstance(v, Distribution):
+                lo, _ = v.bounds
+                if non_neg and lo < 0:
+                    raise self._err(name, value, f"{where}can produce negative values ({lo}) but {name} "
+                                    "must be >= 0",
+                                    "use a non-negative distribution such as Uniform(0.0, x), "
+                                    "LogUniform or Normal(..., low=0.0)")
+                return v
+            if not _is_number(v):
+                raise TypeError(
+                    f"{type(self).__name__}.{name}={value!r} is invalid: {where}expected a number or a "
+                    f"Distribution, got {type(v).__name__}. Fix: {fix}."
+                )
+            v = float(v)
+            if not math.isfinite(v):
+                raise self._err(name, value, f"{where}values must be finite", fix)
+            if non_neg and v < 0:
+                raise self._err(name, value, f"{where}{name} must be >= 0", f"use {abs(v)} or 0.0")
+            return v
+
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"{type(self).__name__}.{name}={value!r} is invalid: expected a number. "
+                            f"Fix: {fix}.")
+        if isinstance(value, np.ndarray):
+            if value.ndim > 1:
+                raise self._err(name, value.tolist(), "per-component values must be one flat sequence",
+                                "flatten it to one value per component")
+            value = value.tolist() if value.ndim == 1 else value.item()
+        if isinstance(value, Sequence):
+            if len(value) == 0:
+                raise self._err(name, value, "the per-component sequence is empty", fix)
+            return tuple(check_one(v, f"component {i}: ") for i, v in enumerate(value))
+        return check_one(value, "")

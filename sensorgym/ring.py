@@ -1,0 +1,123 @@
+"""Ring buffers of per-step ``(B, cols)`` snapshots, rotated by index arithmetic.
+
+All rings of a manager share one :class:`Clock`: advancing the clock rotates every ring at once without
+moving data, so the GT and measured rings of a class (and all other rings) always share one index.
+Slot ``k`` of a ring is the snapshot written ``k`` steps ago; ``at(0)`` is the slot written this step.
+
+Example:
+    >>> import torch
+    >>> from sensorgym.ring import Clock, Ring
+    >>> clock = Clock()
+    >>> ring = Ring(3, batch=2, cols=1, dtype=torch.float32, device="cpu", clock=clock)
+    >>> for t in range(4):
+    ...     clock.tick()
+    ...     _ = ring.at(0).fill_(t)
+    >>> [ring.at(k)[0, 0].item() for k in range(3)]
+    [3.0, 2.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["Clock", "Ring", "RingView", "SingleSlot"]
+
+
+class Clock:
+    """The shared step counter behind every ring of a manager."""
+
+    __slots__ = ("t",)
+
+    def __init__(self) -> None:
+        self.t = 0
+
+    def tick(self) -> None:
+        self.t += 1
+
+
+class Ring:
+    """A ring of ``depth`` snapshots of shape ``(batch, cols)``; storage ``(depth, batch, cols)``."""
+
+    def __init__(
+        self,
+        depth: int,
+        batch: int,
+        cols: int,
+        dtype: torch.dtype,
+        device: torch.device | str,
+        clock: Clock,
+    ) -> None:
+        if depth < 1:
+            raise ValueError(f"Ring depth must be >= 1, got {depth}")
+        self.depth = depth
+        self.clock = clock
+        self.buffer = torch.zeros((depth, batch, cols), dtype=dtype, device=device)
+
+    def slot(self, k: int) -> int:
+        """Storage index of the snapshot ``k`` steps back."""
+        return (self.clock.t - k) % self.depth
+
+    def at(self, k: int) -> torch.Tensor:
+        """``(batch, cols)`` view of the snapshot ``k`` steps back (``k < depth``)."""
+        if not 0 <= k < self.depth:
+            raise IndexError(f"ring holds {self.depth} snapshots; at({k}) is out of range")
+        return self.buffer[(self.clock.t - k) % self.depth]
+
+    def view(self, cols: slice) -> RingView:
+        """A ring over a column slice, sharing storage and clock."""
+        return RingView(self, cols)
+
+    def history(self, n: int, cols: slice | None = None) -> torch.Tensor:
+        """New tensor ``(batch, n, cols)``: the last ``n`` snapshots, newest first."""
+        if n > self.depth:
+            raise IndexError(f"ring holds {self.depth} snapshots; asked for {n}")
+        cols = slice(None) if cols is None else cols
+        return torch.stack([self.buffer[self.slot(k), :, cols] for k in range(n)], dim=1)
+
+
+class RingView:
+    """A column slice of a :class:`Ring`: what a sensor class sees as its ``timeline``.
+
+    ``timeline.at(k)`` is the class's ``(B, cols)`` view ``k`` steps back.
+    """
+
+    __slots__ = ("cols", "ring")
+
+    def __init__(self, ring: Ring, cols: slice) -> None:
+        self.ring = ring
+        self.cols = cols
+
+    @property
+    def depth(self) -> int:
+        return self.ring.depth
+
+    @property
+    def buffer(self) -> torch.Tensor:
+        """``(depth, B, cols)`` view of the storage (slot order is storage order, not age order)."""
+        return self.ring.buffer[:, :, self.cols]
+
+    def slot(self, k: int) -> int:
+        return self.ring.slot(k)
+
+    def at(self, k: int) -> torch.Tensor:
+        return self.ring.at(k)[:, self.cols]
+
+    def history(self, n: int) -> torch.Tensor:
+        return self.ring.history(n, self.cols)
+
+
+class SingleSlot:
+    """A one-snapshot stand-in for a timeline (classes with ``uses_ring_pipeline = False``)."""
+
+    __slots__ = ("data",)
+    depth = 1
+
+    def __init__(self, data: torch.Tensor) -> None:
+        self.data = data
+
+    def at(self, k: int) -> torch.Tensor:
+        if k != 0:
+            raise IndexError(
+                "this sensor class has no timeline ring (uses_ring_pipeline = False); only at(0) exists"
+            )
+        return self.data

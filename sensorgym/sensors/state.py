@@ -1,0 +1,152 @@
+"""``StateSensor``: a generic sensor reading one entry of the state mapping.
+
+The state handed to the manager is a mapping; ``StateSensor`` reads ``state[key]`` (numpy or torch,
+shape ``(B, *shape)``), optionally selecting ``index`` entries of the last axis. It is the sensor behind
+every observation/info entry the Gymnasium wrapper exposes, and a template for custom sensors.
+
+Example:
+    >>> import numpy as np, sensorgym as sg
+    >>> mgr = sg.SensorManager(num_envs=2, dt=0.05)
+    >>> angle = mgr.add_sensor(sg.StateSensorOptions(key="obs", index=[0, 1], resolution=0.5))
+    >>> mgr.reset({"obs": np.array([[0.2, 0.8, 5.0], [1.3, -0.3, 5.0]])})
+    >>> angle.read().tolist()
+    [[0.0, 1.0], [1.5, -0.5]]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..options import SimpleSensorOptions
+from ..sensor import SimpleSensor
+
+__all__ = ["StateSensor", "StateSensorOptions"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateSensorOptions(SimpleSensorOptions):
+    """Options of :class:`StateSensor`.
+
+    Args:
+        key: the state entry to read (e.g. ``"obs"``, ``"obs.position"``, an info key).
+        shape: shape of one reading; inferred from the first state when None.
+        index: entries of the last axis to keep (e.g. ``[0, 1]``), or None for all.
+
+    Example:
+        >>> import sensorgym as sg
+        >>> sg.StateSensorOptions(key="obs", index=[2], delay=0.02).index
+        (2,)
+    """
+
+    key: str
+    shape: tuple[int, ...] | None = None
+    index: tuple[int, ...] | None = None
+
+    def _validate(self) -> None:
+        super()._validate()
+        if not isinstance(self.key, str) or not self.key:
+            raise TypeError(f"StateSensorOptions.key={self.key!r} is invalid: expected a non-empty str. "
+                            "Fix: pass key='obs' or the name of an info entry.")
+        if self.shape is not None:
+            shape = tuple(self.shape) if isinstance(self.shape, Sequence) else (self.shape,)
+            if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
+                       for d in shape):
+                raise ValueError(f"StateSensorOptions.shape={self.shape!r} is invalid: dimensions must "
+                                 "be positive ints. Fix: pass e.g. shape=(3,) or leave it None to infer.")
+            object.__setattr__(self, "shape", tuple(int(d) for d in shape))
+        if self.index is not None:
+            idx = tuple(self.index) if isinstance(self.index, Sequence) else (self.index,)
+            if not idx or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+                                  for i in idx):
+                raise ValueError(f"StateSensorOptions.index={self.index!r} is invalid: expected a "
+                                 "non-empty list of ints. Fix: pass e.g. index=[0, 1].")
+            object.__setattr__(self, "index", tuple(int(i) for i in idx))
+
+
+def _entry(state: Any, key: str, sensor: str) -> Any:
+    if not isinstance(state, Mapping):
+        raise TypeError(f"sensor {sensor!r} reads state[{key!r}] but the state is a "
+                        f"{type(state).__name__}, not a mapping. Fix: pass a dict like {{{key!r}: array}}.")
+    if key not in state:
+        raise ValueError(f"sensor {sensor!r}: state has no key {key!r} (keys: {sorted(state)}). Fix: "
+                         "put it into the state mapping or change StateSensorOptions.key.")
+    return state[key]
+
+
+class StateSensor(SimpleSensor):
+    """Reads ``state[key]`` as a sensor; float32.
+
+    Example: see the module docstring.
+    """
+
+    options_cls = StateSensorOptions
+
+    def _on_build(self, state: Any) -> None:
+        o: StateSensorOptions = self.options
+        self._state_shape: tuple[int, ...] | None = None
+        if state is not None and isinstance(state, Mapping) and o.key in state:
+            src_shape = tuple(np.shape(state[o.key]))
+            n = self._manager.num_envs
+            if not src_shape or src_shape[0] != n:
+                raise ValueError(f"sensor {self.name!r}: state[{o.key!r}] has shape {src_shape}; "
+                                 f"expected a leading batch axis of num_envs={n}.")
+            self._state_shape = src_shape[1:]
+        if o.index is not None:
+            if self._state_shape is not None:
+                last = self._state_shape[-1] if self._state_shape else 1
+                bad = [i for i in o.index if not -last <= i < last]
+                if bad:
+                    raise ValueError(f"sensor {self.name!r}: index {bad} out of range for the last axis "
+                                     f"of state[{o.key!r}] (size {last}).")
+            inferred = ((*self._state_shape[:-1], len(o.index)) if self._state_shape
+                        else (len(o.index),)) if self._state_shape is not None else None
+        else:
+            inferred = self._state_shape
+        if o.shape is not None:
+            if inferred is not None and math.prod(inferred) != math.prod(o.shape):
+                raise ValueError(f"sensor {self.name!r}: shape={o.shape} does not match "
+                                 f"state[{o.key!r}] (per-env shape {inferred}).")
+            self._shape = o.shape
+        elif inferred is not None:
+            self._shape = inferred if inferred else (1,)
+        else:
+            raise ValueError(f"sensor {self.name!r}: cannot infer its shape: state[{o.key!r}] is not "
+                             "available at build. Fix: pass shape=... in StateSensorOptions or call "
+                             "reset(state) with that key present.")
+        self._width = math.prod(self._shape)
+        self._index_t: torch.Tensor | None = None
+
+    def _get_return_format(self) -> tuple[int, ...]:
+        return self._shape
+
+    @classmethod
+    def _get_cache_dtype(cls) -> torch.dtype:
+        return torch.float32
+
+    @classmethod
+    def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
+        b = md.num_envs
+        for s in md.sensors:
+            o = s.options
+            src = _entry(state, o.key, s.name)
+            t = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
+            if t.dim() == 0 or t.shape[0] != b:
+                raise ValueError(f"sensor {s.name!r}: state[{o.key!r}] has shape {tuple(t.shape)}; "
+                                 f"expected (num_envs={b}, ...).")
+            if o.index is not None:
+                if t.dim() == 1:
+                    t = t[:, None]
+                if s._index_t is None or s._index_t.device != t.device:
+                    s._index_t = torch.tensor(o.index, dtype=torch.long, device=t.device)
+                t = t.index_select(-1, s._index_t)
+            t = t.reshape(b, -1)
+            if t.shape[1] != s._width:
+                raise ValueError(f"sensor {s.name!r}: state[{o.key!r}] has {t.shape[1]} values per env "
+                                 f"after index selection; the sensor's shape {s._shape} needs {s._width}.")
+            raw[:, s.cache_slice].copy_(t)
