@@ -293,6 +293,8 @@ class SensorMetadata:
 
     def set_time(self, s: Sensor, name: str, value: Any, rows: torch.Tensor, max_shift: int) -> None:
         j = s.index
+        if not isinstance(value, Distribution) and np.ndim(value) == 1:
+            value = np.asarray(value)[:, None]  # one value per selected env
         v = self._as_values(s, name, value, (len(rows), 1), torch.float64)[:, 0]
         delay = v if name == "delay" else self.delay_seconds[rows, j]
         jitter = v if name == "jitter" else self.jitter_seconds[rows, j]
@@ -301,6 +303,12 @@ class SensorMetadata:
                 f"{type(s).__name__}.set_{name}: jitter {jitter.tolist()} exceeds delay {delay.tolist()} "
                 f"for sensor {s.name!r}; jitter must satisfy 0 <= jitter <= delay. Fix: set the delay "
                 "first or lower the jitter."
+            )
+        limit = s.options.max_delay
+        if limit is not None and bool((delay + jitter > limit + 1e-12).any()):
+            raise ValueError(
+                f"{type(s).__name__}.set_{name}: delay + jitter {(delay + jitter).tolist()} exceeds "
+                f"max_delay={limit:g} of sensor {s.name!r}. Fix: raise max_delay in its options."
             )
         shift = torch.round(delay / self.dt).long() + torch.ceil(jitter / self.dt - _EPS).clamp(min=0)
         deepest = int(shift.max()) if len(rows) else 0

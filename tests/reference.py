@@ -1,0 +1,163 @@
+"""A slow reference of the sensor pipeline, written from SPEC 2.3-2.5 one env and one sensor at a time.
+
+It keeps, per env and sensor, the whole episode as Python lists (snapshots ``S``, ground truth ``G`` and
+reads ``R``) instead of rings, and computes delay, jitter, monotone reads, padding and history by indexing
+those lists. Randomness is not re-implemented: after every manager call the harness hands the reference
+the standard-normal and uniform draws and the per-env option values the manager used in that call
+("feed both the same draws"), so outputs must agree exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from sensorgym.sensors.state import StateSensor
+
+from .helpers import ByteSensor, FilterSensor, ThresholdSensor
+
+
+class _Track:
+    """One env x one sensor over one episode."""
+
+    def __init__(self) -> None:
+        self.S: list[torch.Tensor] = []  # measured return-space snapshots of this episode
+        self.G: list[torch.Tensor] = []  # GT return-space snapshots
+        self.R: list[torch.Tensor] = []  # what read() returned at each step
+        self.capture_index: int | None = None
+        self.gt_tl = self.m_tl = None  # previous post-transform values (timeline slot 1)
+        self.walk: torch.Tensor | None = None
+
+
+class ReferenceManager:
+    def __init__(self, mgr) -> None:
+        self.mgr = mgr
+        self.B = mgr.num_envs
+        self.dt = mgr.dt
+        self.tracks = {(b, s.name): _Track() for b in range(self.B) for s in mgr.sensors}
+
+    # -- per-call entry points -------------------------------------------------------------------------
+    def reset(self, state, mask: np.ndarray) -> None:
+        for b in np.flatnonzero(mask):
+            for s in self.mgr.sensors:
+                self.tracks[(b, s.name)] = _Track()
+                self._capture(b, s, state, reset=True)
+
+    def step(self, state, reset_mask: np.ndarray | None = None) -> None:
+        for b in range(self.B):
+            is_reset = reset_mask is not None and bool(reset_mask[b])
+            for s in self.mgr.sensors:
+                if is_reset:
+                    self.tracks[(b, s.name)] = _Track()
+                self._capture(b, s, state, reset=is_reset)
+
+    # -- draws and per-env values used by the manager in the call that just ran ------------------------
+    def _draws(self, s, b):
+        st = s._storage
+        n = s.cache_slice.stop - s.cache_slice.start
+        zn = torch.zeros(n)
+        zr = torch.zeros(n)
+        g = st.group
+        if g.draws is not None and st.md.has_component_params and (st.md.has_noise or st.md.has_random_walk):
+            off = st.islice.start - g.draw_start
+            cols = slice(off + s.cache_slice.start, off + s.cache_slice.stop)
+            zn, zr = g.draws[0][b, cols].clone(), g.draws[1][b, cols].clone()
+        u = None
+        if st.max_shift and st.md.has_jitter:
+            u = (float(st.jitter_draw[0, b, s.index]), float(st.jitter_draw[1, b, s.index]))
+        return zn, zr, u
+
+    def _params(self, s, b):
+        md = s._storage.md
+        sl = s.cache_slice
+        p = {}
+        for name in ("noise", "bias", "random_walk", "resolution"):
+            p[name] = getattr(md, name)[b, sl].clone() if md.has_component_params else None
+        p["delay"] = float(md.delay_seconds[b, s.index])
+        p["jitter"] = float(md.jitter_seconds[b, s.index])
+        return p
+
+    # -- the pipeline ----------------------------------------------------------------------------------
+    def _raw(self, s, state, b) -> torch.Tensor:
+        o = s.options
+        x = torch.as_tensor(np.asarray(state[o.key]) if not torch.is_tensor(state[o.key])
+                            else state[o.key])[b]
+        if isinstance(s, StateSensor):
+            if o.index is not None:
+                x = x[..., list(o.index)]
+            return x.reshape(-1).to(torch.float32).clone()
+        return x[: o.width].to(torch.float32).clone()
+
+    def _capture(self, b: int, s, state, reset: bool) -> None:
+        tr = self.tracks[(b, s.name)]
+        o = s.options
+        p = self._params(s, b)
+        zn, zr, u = self._draws(s, b)
+        x = self._raw(s, state, b)
+        gt, m = x.clone(), x.clone()
+        if isinstance(s, FilterSensor) and o.physics_offset:
+            m += o.physics_offset
+        if reset:  # older timeline slots hold slot 0 before the transform: steady state
+            tr.gt_tl, tr.m_tl = gt.clone(), m.clone()
+            tr.walk = torch.zeros_like(x)
+        if isinstance(s, FilterSensor) and o.alpha:
+            gt += o.alpha * tr.gt_tl
+            m += o.alpha * tr.m_tl
+        tr.gt_tl, tr.m_tl = gt.clone(), m.clone()
+        w = m.clone()
+        if p["noise"] is not None:
+            # hardware imperfections: random walk, noise, bias, resolution
+            tr.walk.addcmul_(zr, p["random_walk"])
+            if reset:
+                tr.walk.zero_()
+            w.add_(tr.walk)
+            w.addcmul_(zn, p["noise"])
+            w.add_(p["bias"])
+            r = p["resolution"]
+            q = torch.round(w / torch.where(r > 0, r, 1.0)) * torch.where(r > 0, r, 1.0)
+            w = torch.where(r > 0, q, w)
+        tr.S.append(self._project(s, w))
+        tr.G.append(self._project(s, gt))
+        # delay + jitter: read the snapshot captured `shift` steps ago, never older than the last read
+        k = len(tr.S) - 1
+        d_steps = round(p["delay"] / self.dt)
+        j_steps = min(p["jitter"], p["delay"]) / self.dt
+        extra = 0
+        if u is not None:
+            extra = min(math.floor(j_steps * u[0] + u[1]), max(0, math.ceil(j_steps - 1e-9)))
+        c = k - (d_steps + extra)
+        if not reset and tr.capture_index is not None:
+            c = max(c, tr.capture_index)
+        tr.capture_index = c
+        tr.R.append(self._padded(tr.S, c, o.padding_type))
+
+    @staticmethod
+    def _project(s, w: torch.Tensor) -> torch.Tensor:
+        if isinstance(s, ThresholdSensor):
+            return w > s.options.threshold
+        if isinstance(s, ByteSensor):
+            return w.clamp(0, 255).round().to(torch.uint8)
+        return w
+
+    @staticmethod
+    def _padded(seq: list[torch.Tensor], i: int, padding: str) -> torch.Tensor:
+        if i >= 0:
+            return seq[i]
+        return seq[0] if padding == "reset" else torch.zeros_like(seq[0])
+
+    # -- reads -----------------------------------------------------------------------------------------
+    def read(self, s, ground_truth: bool = False, history_length: int | None = None) -> np.ndarray:
+        n = s.options.history_length if history_length is None else history_length
+        rows = []
+        for b in range(self.B):
+            tr = self.tracks[(b, s.name)]
+            seq = tr.G if ground_truth else tr.R
+            k = len(seq) - 1
+            if n == 0:
+                rows.append(seq[k].numpy())
+            else:
+                rows.append(np.stack([self._padded(seq, k - i, s.options.padding_type).numpy()
+                                      for i in range(n)]))
+        return np.stack(rows)
