@@ -184,6 +184,7 @@ class SensorManager:
         if not self._built:
             self.build(state)
         mask = self._to_mask(envs_idx, "envs_idx")
+        self._check_state(state)
         self._capture(state, mask, advancing=False)
 
     def step(self, state: Any, reset_mask: Any = None) -> None:
@@ -196,8 +197,13 @@ class SensorManager:
                 "reset. Fix: call mgr.reset(state) once before stepping."
             )
         mask = None if reset_mask is None else self._to_mask(reset_mask, "reset_mask")
+        self._check_state(state)
         self.clock.tick()
         self._capture(state, mask, advancing=True)
+
+    def _check_state(self, state: Any) -> None:
+        for st in self._stores.values():
+            st.cls._check_state(state, st.md)
 
     def _capture(self, state: Any, mask: torch.Tensor | None, advancing: bool) -> None:
         # A reset must leave the envs it does not reset untouched, and a failed step (e.g.

@@ -195,6 +195,14 @@ class Sensor(ABC):
         return data
 
     @classmethod
+    def _check_state(cls, state: Any, md: SensorMetadata) -> None:
+        """Validate ``state`` before anything is written (raise a helpful error); default: no check.
+
+        The manager calls it for every class before a step or reset touches any buffer, so a bad
+        state leaves the manager exactly as it was.
+        """
+
+    @classmethod
     def _reset_envs(cls, md: SensorMetadata, envs_mask: torch.Tensor) -> None:
         """Reset sensor-owned state (``md.extra``) of the envs in ``envs_mask`` (B,) before the capture.
 

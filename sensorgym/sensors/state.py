@@ -130,23 +130,31 @@ class StateSensor(SimpleSensor):
         return torch.float32
 
     @classmethod
+    def _check_state(cls, state: Any, md: Any) -> None:
+        b = md.num_envs
+        for s in md.sensors:
+            o = s.options
+            shape = tuple(np.shape(_entry(state, o.key, s.name)))
+            if not shape or shape[0] != b:
+                raise ValueError(f"sensor {s.name!r}: state[{o.key!r}] has shape {shape}; "
+                                 f"expected (num_envs={b}, ...).")
+            width = math.prod(shape[1:-1]) * len(o.index) if o.index is not None else \
+                math.prod(shape[1:])
+            if width != s._width:
+                raise ValueError(f"sensor {s.name!r}: state[{o.key!r}] has {width} values per env "
+                                 f"after index selection; the sensor's shape {s._shape} needs {s._width}.")
+
+    @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         b = md.num_envs
         for s in md.sensors:
             o = s.options
-            src = _entry(state, o.key, s.name)
+            src = state[o.key]
             t = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
-            if t.dim() == 0 or t.shape[0] != b:
-                raise ValueError(f"sensor {s.name!r}: state[{o.key!r}] has shape {tuple(t.shape)}; "
-                                 f"expected (num_envs={b}, ...).")
             if o.index is not None:
                 if t.dim() == 1:
                     t = t[:, None]
                 if s._index_t is None or s._index_t.device != t.device:
                     s._index_t = torch.tensor(o.index, dtype=torch.long, device=t.device)
                 t = t.index_select(-1, s._index_t)
-            t = t.reshape(b, -1)
-            if t.shape[1] != s._width:
-                raise ValueError(f"sensor {s.name!r}: state[{o.key!r}] has {t.shape[1]} values per env "
-                                 f"after index selection; the sensor's shape {s._shape} needs {s._width}.")
-            raw[:, s.cache_slice].copy_(t)
+            raw[:, s.cache_slice].copy_(t.reshape(b, -1))
