@@ -49,5 +49,7 @@ def apply_default_hardware_imperfections(md: SensorMetadata, data: torch.Tensor)
         data.addcmul_(md.noise_draw, md.noise)
     if md.has_bias:
         data.add_(md.bias)
-    if md.has_resolution:
+    if md.resolution_all_active:
+        data.div_(md.resolution).round_().mul_(md.resolution)
+    elif md.has_resolution:
         quantize_(data, md.resolution_step, md.resolution_active, md.scratch)

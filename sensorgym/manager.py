@@ -24,7 +24,7 @@ import torch
 from .metadata import SensorMetadata
 from .options import SensorOptions, SimpleSensorOptions
 from .ring import Clock
-from .sensor import Sensor, _overrides, normalize_format
+from .sensor import Sensor, _overrides, normalize_format, reads_timeline
 from .storage import ClassStorage, DtypeGroup
 
 __all__ = ["SensorManager"]
@@ -129,10 +129,10 @@ class SensorManager:
             layout.setdefault(idtype, []).append((cls, icol))
             rinfo[cls] = (rdtype, rcol)
         for idtype, entries in layout.items():
-            # ring-pipeline classes first, so the timeline rings cover one leading column span
-            entries.sort(key=lambda e: not e[0].uses_ring_pipeline)
-            ring_cols = sum(w for c, w in entries if c.uses_ring_pipeline)
-            depth = max([c.timeline_depth for c, _ in entries if c.uses_ring_pipeline] or [1])
+            # classes with timeline rings first, so the rings cover one leading column span
+            entries.sort(key=lambda e: not reads_timeline(e[0]))
+            ring_cols = sum(w for c, w in entries if reads_timeline(c))
+            depth = max([c.timeline_depth for c, _ in entries if reads_timeline(c)] or [1])
             group = DtypeGroup(idtype, sum(w for _, w in entries), ring_cols, max(1, depth),
                                self.num_envs, self.device, self.clock)
             self._groups[idtype] = group

@@ -53,6 +53,10 @@ def jitter_extra_steps(seconds: float, dt: float) -> int:
     return max(0, math.ceil(seconds / dt - _EPS))
 
 
+def _components(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
 class SensorMetadata:
     """Metadata of one sensor class, shared by all its instances and envs."""
 
@@ -78,6 +82,7 @@ class SensorMetadata:
         self.advancing = True
         self.step_count = 0
         self._finish_raw_capture: Any = None  # installed by the class storage
+        self._prev_shift: torch.Tensor | None = None  # installed by the class storage
 
         b, n = num_envs, len(sensors)
         f64 = dict(dtype=torch.float64, device=device)
@@ -86,6 +91,7 @@ class SensorMetadata:
         self.delay_steps = torch.zeros(b, n, dtype=torch.long, device=device)
         self.jitter_steps = torch.zeros(b, n, **f64)  # effective: min(jitter, delay) / dt
         self.jitter_ceil = torch.zeros(b, n, dtype=torch.long, device=device)
+        self.jitter_steps_f32 = torch.zeros(b, n, dtype=torch.float32, device=device)
         self._time_scratch = torch.zeros(b, n, **f64)
 
         # (field -> list of (column index tensor or slice, Distribution)) of randomized options
@@ -95,7 +101,11 @@ class SensorMetadata:
 
         self.has_component_params = param_dtype is not None
         self.has_noise = self.has_bias = self.has_random_walk = self.has_resolution = False
+        self.resolution_all_active = False  # every component quantized: no mask needed
         self.has_jitter = False
+        # the one delay shift of every env and sensor when it can never vary (no jitter, no
+        # randomized or per-sensor delays, no setter calls): the delayed read is then one slot copy
+        self.uniform_shift: int | None = None
         self.noise_draw: torch.Tensor | None = None
         self.random_walk_draw: torch.Tensor | None = None
         icols = sum(sensor_cols)
@@ -127,6 +137,14 @@ class SensorMetadata:
                     )
                 for name in COMPONENT_FIELDS:
                     self._init_component(s, name, getattr(opts, name), sensor_cols[j])
+        if self.has_component_params:
+            self.resolution_all_active = all(
+                bounds_of(v)[0] > 0 for s in self.sensors
+                for v in _components(getattr(s.options, "resolution", 0.0))
+            )
+        delays = {s.options.delay for s in self.sensors}
+        if not self.has_jitter and "delay" not in self._random and len(delays) == 1:
+            self.uniform_shift = delay_steps(delays.pop(), self.dt)
         for name, entries in self._random.items():
             width = self.delay_seconds.shape[1] if name in TIME_FIELDS else self.noise.shape[1]
             cols = torch.zeros(width, dtype=torch.bool, device=self.device)
@@ -193,6 +211,7 @@ class SensorMetadata:
         self.jitter_steps.div_(self.dt)
         torch.sub(self.jitter_steps, _EPS, out=self._time_scratch)
         self.jitter_ceil.copy_(self._time_scratch.ceil_().clamp_(min=0))
+        self.jitter_steps_f32.copy_(self.jitter_steps)
         if self.has_component_params:
             torch.gt(self.resolution, 0, out=self.resolution_active)
             torch.where(self.resolution_active, self.resolution, self._one, out=self.resolution_step)
@@ -289,6 +308,8 @@ class SensorMetadata:
         target[rows, sl] = v
         if bool((v != 0).any()):
             setattr(self, f"has_{name}", True)
+        if name == "resolution":
+            self.resolution_all_active = bool((self.resolution > 0).all())
         self.refresh_derived()
 
     def set_time(self, s: Sensor, name: str, value: Any, rows: torch.Tensor, max_shift: int) -> None:
@@ -321,6 +342,9 @@ class SensorMetadata:
         if name == "delay":
             for sec in {float(x) for x in v.tolist()}:
                 self._warn_delay(s, sec)
+        if self.uniform_shift is not None and self._prev_shift is not None:
+            self._prev_shift.fill_(self.uniform_shift)  # what every read so far has used
+        self.uniform_shift = None
         self._param(name)[rows, j] = v
         if name == "jitter" and bool((v > 0).any()):
             self.has_jitter = True
@@ -359,4 +383,5 @@ class SensorMetadata:
 
     def flags(self) -> dict[str, bool]:
         return {k: getattr(self, k) for k in ("has_noise", "has_bias", "has_random_walk",
-                                              "has_resolution", "has_jitter")}
+                                              "has_resolution", "has_jitter", "resolution_all_active",
+                                              "uniform_shift")}

@@ -79,10 +79,27 @@ def normalize_format(fmt: Any, where: str) -> tuple[Shape, ...]:
     return tuple(tuple(int(d) for d in f) for f in fields)
 
 
-def _overrides(cls: type, name: str) -> bool:
-    """Whether ``cls`` (or a class between it and ``Sensor``) redefines ``name``."""
-    mine, base = getattr(cls, name), getattr(Sensor, name)
-    return getattr(mine, "__func__", mine) is not getattr(base, "__func__", base)
+def _overrides(cls: type, name: str, base: type | None = None) -> bool:
+    """Whether ``cls`` (or a class between it and ``base``, default ``Sensor``) redefines ``name``."""
+    mine, ref = getattr(cls, name), getattr(base or Sensor, name)
+    return getattr(mine, "__func__", mine) is not getattr(ref, "__func__", ref)
+
+
+def reads_timeline(cls: type) -> bool:
+    """Whether a hook of ``cls`` can observe its timeline rings.
+
+    A :class:`SimpleSensor` that keeps the default ``_update_current_timestep_data``,
+    ``_apply_physics_imperfections`` and ``_apply_transform`` never reads a timeline slot other than the
+    one it just wrote, and its measured slot equals its GT slot; the manager then stores no timeline for
+    it (slot 0 is the intermediate buffer itself), which saves two copies and the ring memory.
+    """
+    if not cls.uses_ring_pipeline:
+        return False
+    if not issubclass(cls, SimpleSensor):
+        return True
+    hooks = ("_update_shared_cache", "_update_current_timestep_data", "_apply_physics_imperfections",
+             "_apply_transform")
+    return any(_overrides(cls, name, SimpleSensor) for name in hooks)
 
 
 class Sensor(ABC):
@@ -283,7 +300,8 @@ class SimpleSensor(Sensor):
         cls._apply_transform(md, gt_timeline.at(0), gt_timeline, is_measured=False)
         measured = measured_timeline.at(0)
         cls._apply_transform(md, measured, measured_timeline, is_measured=True)
-        intermediate.copy_(measured)
+        if measured.data_ptr() != intermediate.data_ptr():  # the same buffer without a timeline
+            intermediate.copy_(measured)
         cls._apply_hardware_imperfections(md, intermediate)
 
     @classmethod

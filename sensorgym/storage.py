@@ -26,6 +26,7 @@ import torch
 
 from .metadata import SensorMetadata
 from .ring import Clock, Ring, SingleSlot
+from .sensor import reads_timeline
 
 __all__ = ["ClassStorage", "DtypeGroup", "fill_rows"]
 
@@ -102,7 +103,7 @@ class ClassStorage:
         b, device = md.num_envs, md.device
         self.inter = group.inter[:, islice]
         self.gt_inter = group.gt_inter[:, islice]
-        self.uses_timeline = cls.uses_ring_pipeline
+        self.uses_timeline = reads_timeline(cls)
         if self.uses_timeline:
             self.gt_tl = group.gt_timeline.view(islice)
             self.m_tl = group.m_timeline.view(islice)
@@ -142,10 +143,28 @@ class ClassStorage:
             self.col_to_sensor = torch.tensor(col_to_sensor, dtype=torch.long, device=device)
             self.shift = torch.zeros(b, n, dtype=torch.long, device=device)
             self.prev_shift = torch.full((b, n), _FAR, dtype=torch.long, device=device)
-            self.shift_cols = torch.zeros(b, rcols, dtype=torch.long, device=device)
-            self.slot_idx = torch.zeros(b, rcols, dtype=torch.long, device=device)
-            self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float64, device=device)
-            self.jitter_tmp = torch.zeros(b, n, dtype=torch.float64, device=device)
+            md._prev_shift = self.prev_shift
+            self._one = torch.ones((), dtype=torch.long, device=device)
+            widths = {_width(s) for s in sensors}
+            self.per_sensor_index = len(widths) == 1
+            if self.per_sensor_index:
+                # equal widths: index math on (B, n) and one gather over a (R, B, n, w) view
+                (w,) = widths
+                self.slot_idx = torch.zeros(b, n, dtype=torch.long, device=device)
+                self._gather_index = self.slot_idx[None, :, :, None].expand(1, b, n, w)
+                self._gather_src = self.m_ring.buffer.view(-1, b, n, w)
+                self._gather_out = self.m_cache.view(1, b, n, w)
+            else:
+                self.shift_cols = torch.zeros(b, rcols, dtype=torch.long, device=device)
+                self.slot_idx = torch.zeros(b, rcols, dtype=torch.long, device=device)
+                self._gather_index = self.slot_idx.unsqueeze(0)
+                self._gather_src = self.m_ring.buffer
+                self._gather_out = self.m_cache.unsqueeze(0)
+            r = self.m_ring.depth
+            ages = torch.arange(r, device=device)
+            self._slot_table = (ages[:, None] - ages[None, :]).remainder(r)  # [t % R, shift] -> slot
+            self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float32, device=device)
+            self.jitter_tmp = torch.zeros(b, n, dtype=torch.float32, device=device)
 
         self._init_nan_policy()
 
@@ -219,7 +238,9 @@ class ClassStorage:
                 slot = self._project(self.inter, self.m_ring, is_measured=True)
                 if reset_mask is not None:
                     self._pad(self.m_ring.buffer, slot, reset_mask)
-                if self.max_shift:
+                if self.md.uniform_shift is not None:  # one shift for every env and sensor
+                    self.m_cache.copy_(self.m_ring.at(self.md.uniform_shift))
+                elif self.max_shift:
                     self._sample_delay(reset_mask)
                 else:
                     self.m_cache.copy_(slot)
@@ -251,9 +272,8 @@ class ClassStorage:
         the previous read (``shift <= prev + 1``)."""
         md = self.md
         if md.has_jitter:
-            torch.rand(self.jitter_draw.shape, generator=md.generator, dtype=torch.float64,
-                       device=md.device, out=self.jitter_draw)
-            torch.mul(md.jitter_steps, self.jitter_draw[0], out=self.jitter_tmp)
+            self.jitter_draw.uniform_(generator=md.generator)
+            torch.mul(md.jitter_steps_f32, self.jitter_draw[0], out=self.jitter_tmp)
             self.jitter_tmp.add_(self.jitter_draw[1]).floor_()
             self.shift.copy_(self.jitter_tmp)
             torch.minimum(self.shift, md.jitter_ceil, out=self.shift)
@@ -262,13 +282,15 @@ class ClassStorage:
             self.shift.copy_(md.delay_steps)
         if reset_mask is not None:
             self.prev_shift.masked_fill_(reset_mask[:, None], _FAR)
-        self.prev_shift.add_(1)
+        self.prev_shift.add_(self._one)  # a tensor: adding a Python int would allocate a 0-d tensor
         torch.minimum(self.shift, self.prev_shift, out=self.shift)
         self.prev_shift.copy_(self.shift)
-        torch.index_select(self.shift, 1, self.col_to_sensor, out=self.shift_cols)
-        torch.neg(self.shift_cols, out=self.slot_idx)
-        self.slot_idx.add_(self.clock.t).remainder_(self.m_ring.depth)
-        torch.gather(self.m_ring.buffer, 0, self.slot_idx.unsqueeze(0), out=self.m_cache.unsqueeze(0))
+        # slot of the snapshot `shift` steps back: a lookup in the precomputed (t - s) % R table
+        table = self._slot_table[self.clock.t % self.m_ring.depth]
+        shift = self.shift if self.per_sensor_index else torch.index_select(
+            self.shift, 1, self.col_to_sensor, out=self.shift_cols)
+        torch.index_select(table, 0, shift.view(-1), out=self.slot_idx.view(-1))
+        torch.gather(self._gather_src, 0, self._gather_index, out=self._gather_out)
 
     # -- save/restore and persistence --------------------------------------------------------------------
     def row_state(self) -> list[torch.Tensor]:

@@ -1,0 +1,197 @@
+"""The "standard suite" workload and the per-sensor baseline used by the benchmarks.
+
+Standard suite: 12 sensors in 3 classes
+  * 4 IMU-style float (3,) sensors with delay, jitter, noise, bias, random walk, resolution, history 4
+  * 4 contact-style bool (1,) sensors: float intermediate, threshold ``_post_process``, delay
+  * 4 encoder-style float (12,) sensors with resolution
+
+The baseline composes the same observation the way Isaac Lab's ObservationManager composes terms: each
+sensor is its own term with its own delay buffer (circular, per-env lag gather), noise call, bias, drift,
+quantization and history buffer, evaluated in a Python loop with out-of-place tensor ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+import sensorgym as sg
+
+DT = 0.02
+N_IMU, N_CONTACT, N_ENC = 4, 4, 4
+ENC_DIM = 12
+HISTORY = 4
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContactBenchOptions(sg.SimpleSensorOptions):
+    threshold: float = 0.5
+
+
+class ContactBench(sg.SimpleSensor):
+    """Contact-style: all instances read one ``(B, n)`` state entry in one copy; bool via threshold."""
+
+    options_cls = ContactBenchOptions
+
+    def _get_return_format(self):
+        return (1,)
+
+    @classmethod
+    def _get_cache_dtype(cls):
+        return torch.bool
+
+    @classmethod
+    def _get_intermediate_dtype(cls):
+        return torch.float32
+
+    @classmethod
+    def _update_raw_data(cls, state, md, raw):
+        raw.copy_(state["contact"])
+
+    @classmethod
+    def _post_process(cls, md, data, timeline, *, is_measured):
+        out = timeline.at(0)
+        torch.gt(data, 0.5, out=out)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderBenchOptions(sg.SimpleSensorOptions):
+    pass
+
+
+class EncoderBench(sg.SimpleSensor):
+    """Encoder-style: all instances read one ``(B, n, 12)`` state entry in one copy."""
+
+    options_cls = EncoderBenchOptions
+
+    def _get_return_format(self):
+        return (ENC_DIM,)
+
+    @classmethod
+    def _get_cache_dtype(cls):
+        return torch.float32
+
+    @classmethod
+    def _update_raw_data(cls, state, md, raw):
+        raw.copy_(state["joints"].flatten(1))
+
+
+IMU_OPTIONS = dict(delay=0.04, jitter=0.02, noise=0.01, bias=0.02, random_walk=0.001, resolution=0.001,
+                   history_length=HISTORY)
+
+
+def make_state(num_envs: int, device: str | torch.device = "cpu", seed: int = 0) -> dict:
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    state = {f"imu{i}": torch.randn(num_envs, 3, generator=g) for i in range(N_IMU)}
+    state["contact"] = torch.rand(num_envs, N_CONTACT, generator=g)
+    state["joints"] = torch.randn(num_envs, N_ENC, ENC_DIM, generator=g)
+    return {k: v.to(device) for k, v in state.items()}
+
+
+def build_suite(num_envs: int, device: str | torch.device = "cpu", seed: int = 0) -> sg.SensorManager:
+    mgr = sg.SensorManager(num_envs=num_envs, dt=DT, device=device, seed=seed)
+    for i in range(N_IMU):
+        mgr.add_sensor(sg.StateSensorOptions(key=f"imu{i}", shape=(3,), **IMU_OPTIONS), name=f"imu{i}")
+    for i in range(N_CONTACT):
+        mgr.add_sensor(ContactBenchOptions(delay=0.02), name=f"contact{i}")
+    for i in range(N_ENC):
+        mgr.add_sensor(EncoderBenchOptions(resolution=0.01), name=f"enc{i}")
+    return mgr
+
+
+# -- baseline ---------------------------------------------------------------------------------------------
+class _CircularBuffer:
+    """Per-term history/delay storage with a write pointer, like Isaac Lab's CircularBuffer."""
+
+    def __init__(self, max_len: int, num_envs: int, dim: int, dtype, device) -> None:
+        self.buffer = torch.zeros(max_len, num_envs, dim, dtype=dtype, device=device)
+        self.pointer = -1
+        self.max_len = max_len
+
+    def append(self, data: torch.Tensor) -> None:
+        self.pointer = (self.pointer + 1) % self.max_len
+        self.buffer[self.pointer] = data
+
+    def lagged(self, lag: torch.Tensor) -> torch.Tensor:
+        idx = (self.pointer - lag) % self.max_len
+        return self.buffer[idx, torch.arange(self.buffer.shape[1], device=lag.device)]
+
+    def newest_first(self) -> torch.Tensor:
+        idx = (self.pointer - torch.arange(self.max_len, device=self.buffer.device)) % self.max_len
+        return self.buffer[idx].transpose(0, 1)
+
+
+class _Term:
+    def __init__(self, key, dim, *, delay=0, jitter=0.0, noise=0.0, bias=0.0, walk=0.0, res=0.0,
+                 history=0, threshold=None, num_envs=1, device="cpu") -> None:
+        self.key, self.dim = key, dim
+        self.delay, self.jitter, self.noise, self.bias, self.walk, self.res = \
+            delay, jitter, noise, bias, walk, res
+        self.threshold = threshold
+        depth = delay + (1 if jitter else 0) + 1
+        dtype = torch.bool if threshold is not None else torch.float32
+        self.delay_buf = _CircularBuffer(depth, num_envs, dim, dtype, device) if depth > 1 else None
+        self.hist = _CircularBuffer(history, num_envs, dim, dtype, device) if history else None
+        self.drift = torch.zeros(num_envs, dim, device=device)
+        self.prev_lag = torch.zeros(num_envs, dtype=torch.long, device=device)
+
+    def compute(self, state, gen) -> tuple[torch.Tensor, torch.Tensor]:
+        x = state[self.key].reshape(state[self.key].shape[0], -1)
+        gt = x.clone()
+        if self.walk:
+            self.drift = self.drift + torch.randn(x.shape, generator=gen, device=x.device) * self.walk
+            x = x + self.drift
+        if self.noise:
+            x = x + torch.randn(x.shape, generator=gen, device=x.device) * self.noise
+        if self.bias:
+            x = x + self.bias
+        if self.res:
+            x = torch.round(x / self.res) * self.res
+        if self.threshold is not None:
+            x, gt = x > self.threshold, gt > self.threshold
+        if self.delay_buf is not None:
+            self.delay_buf.append(x)
+            lag = torch.full((x.shape[0],), self.delay, dtype=torch.long, device=x.device)
+            if self.jitter:
+                lag = lag + (torch.rand(x.shape[0], generator=gen, device=x.device) < self.jitter).long()
+                lag = torch.minimum(lag, self.prev_lag + 1)
+                self.prev_lag = lag
+            x = self.delay_buf.lagged(lag)
+        if self.hist is not None:
+            self.hist.append(x)
+            x = self.hist.newest_first().flatten(1)
+        return x, gt
+
+
+class PerSensorBaseline:
+    """The standard suite as 12 independent observation terms (Isaac-Lab-style composition)."""
+
+    def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int = 0) -> None:
+        self.gen = torch.Generator(device=device).manual_seed(seed)
+        d = round(0.04 / DT)
+        self.terms = [
+            *(_Term(f"imu{i}", 3, delay=d, jitter=0.5, noise=0.01, bias=0.02, walk=0.001, res=0.001,
+                    history=HISTORY, num_envs=num_envs, device=device) for i in range(N_IMU)),
+            *(_Term("contact", 1, delay=1, threshold=0.5, num_envs=num_envs, device=device)
+              for _ in range(N_CONTACT)),
+            *(_Term("joints", ENC_DIM, res=0.01, num_envs=num_envs, device=device)
+              for _ in range(N_ENC)),
+        ]
+        self.contact_idx = list(range(N_CONTACT))
+
+    def step(self, state) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        policy, critic = [], []
+        for i, term in enumerate(self.terms):
+            if term.key == "contact":
+                sub = {"contact": state["contact"][:, self.contact_idx[i - N_IMU]: i - N_IMU + 1]}
+            elif term.key == "joints":
+                j = i - N_IMU - N_CONTACT
+                sub = {"joints": state["joints"][:, j]}
+            else:
+                sub = state
+            obs, gt = term.compute(sub, self.gen)
+            policy.append(obs)
+            critic.append(gt)
+        return policy, critic
