@@ -24,7 +24,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from suite import PerSensorBaseline, build_suite, make_state  # noqa: E402
+from suite import PerSensorBaseline, build_suite, make_state
 
 
 def sync(device: torch.device) -> None:
@@ -95,18 +95,18 @@ def run(sizes, device: torch.device, min_time: float) -> list[dict]:
         nbytes = bytes_written_per_step(mgr)
         src = torch.empty(nbytes, dtype=torch.uint8, device=device)
         dst = torch.empty_like(src)
-        t_sg = time_it(lambda: mgr.step(state), device, min_time)
-        t_base = time_it(lambda: base.step(state), device, min_time)
-        t_copy = time_it(lambda: dst.copy_(src), device, min_time)
+        t_sg = time_it(lambda m=mgr, s=state: m.step(s), device, min_time)
+        t_base = time_it(lambda m=base, s=state: m.step(s), device, min_time)
+        t_copy = time_it(lambda d=dst, s=src: d.copy_(s), device, min_time)
         allocs = count_allocations(mgr, state) if device.type == "cpu" else float("nan")
         rows.append(dict(B=b, sg=t_sg, base=t_base, copy=t_copy, bytes=nbytes, allocs=allocs))
     return rows
 
 
 def table(rows, device: torch.device) -> str:
-    head = (f"| B | sensorgym steps/s | sensorgym µs/step | baseline µs/step | speed-up vs baseline | "
-            f"roofline µs (bytes) | sensorgym / roofline | allocs/step |\n"
-            f"|---:|---:|---:|---:|---:|---:|---:|---:|")
+    head = ("| B | sensorgym steps/s | sensorgym µs/step | baseline µs/step | speed-up vs baseline | "
+            "roofline µs (bytes) | sensorgym / roofline | allocs/step |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|")
     lines = [head]
     for r in rows:
         lines.append(

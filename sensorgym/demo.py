@@ -52,8 +52,9 @@ def run_demo(steps: int = 40, seed: int = 0) -> str:
         bar = "+" * min(20, round(abs(measured[t] - gt[t]).item() * 40))
         lines.append(f"{t:>4} {t * DT:>8.2f} {gt[t].item():>13.4f} {measured[t].item():>9.4f}  {bar}")
     # the delay shows as the lag that best aligns the traces
-    errs = [((measured[k:] - gt[: len(gt) - k]) ** 2).mean().item() for k in range(8)]
-    lag = min(range(8), key=errs.__getitem__)
+    lags = range(max(1, min(8, len(gt) // 2)))
+    errs = [((measured[k:] - gt[: len(gt) - k]) ** 2).mean().item() for k in lags]
+    lag = min(lags, key=errs.__getitem__)
     quant = measured / OPTIONS.resolution
     lines += [
         "",

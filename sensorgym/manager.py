@@ -244,14 +244,14 @@ class SensorManager:
 
     def _save(self, tensors: list[torch.Tensor]) -> None:
         if len(self._saved) != len(tensors) or any(
-            a.shape != b.shape or a.dtype != b.dtype for a, b in zip(self._saved, tensors)
+            a.shape != b.shape or a.dtype != b.dtype for a, b in zip(self._saved, tensors, strict=True)
         ):
             self._saved = [torch.empty_like(t) for t in tensors]
-        for dst, src in zip(self._saved, tensors):
+        for dst, src in zip(self._saved, tensors, strict=True):
             dst.copy_(src)
 
     def _restore(self, tensors: list[torch.Tensor], mask: torch.Tensor) -> None:
-        for cur, old in zip(tensors, self._saved):
+        for cur, old in zip(tensors, self._saved, strict=True):
             rows = mask.view(-1, *([1] * (cur.dim() - 1)))
             torch.where(rows, cur, old, out=cur)
 

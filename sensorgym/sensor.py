@@ -41,7 +41,7 @@ from __future__ import annotations
 import collections
 import math
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["SENSOR_REGISTRY", "Format", "Sensor", "SimpleSensor", "normalize_format"]
 
 Shape = tuple[int, ...]
-Format = Union[Shape, tuple[Shape, ...]]
+Format = Shape | tuple[Shape, ...]
 
 #: options class -> sensor class; filled by defining a subclass with its own ``options_cls``
 SENSOR_REGISTRY: dict[type[SensorOptions], type[Sensor]] = {}
@@ -146,7 +146,7 @@ class Sensor(ABC):
     def registered_class(options_cls: type[SensorOptions]) -> type[Sensor]:
         """The sensor class registered for ``options_cls`` (or its nearest registered base)."""
         for klass in options_cls.__mro__:
-            if klass in SENSOR_REGISTRY and not getattr(SENSOR_REGISTRY[klass], "__abstractmethods__"):
+            if klass in SENSOR_REGISTRY and not SENSOR_REGISTRY[klass].__abstractmethods__:
                 return SENSOR_REGISTRY[klass]
         known = sorted(k.__name__ for k, v in SENSOR_REGISTRY.items() if not v.__abstractmethods__)
         raise TypeError(

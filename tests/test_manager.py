@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,12 +36,12 @@ def _wide_ramp(t, num_envs=4):
 
 
 def test_layout_contiguous_class_slices_and_alias():
-    mgr, (a, th, f, plain) = _suite()
+    mgr, (a, _th, f, plain) = _suite()
     mgr.reset(_wide_ramp(0))
     st_state, st_th, st_f = (mgr.storage(c) for c in (sg.StateSensor, ThresholdSensor, type(f)))
     # one float32 group holds the three classes, each a contiguous column slice
     spans = sorted((s.islice.start, s.islice.stop) for s in (st_state, st_th, st_f))
-    assert spans[0][0] == 0 and all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
+    assert spans[0][0] == 0 and all(x[1] == y[0] for x, y in itertools.pairwise(spans))
     assert a.cache_slice == slice(0, 2) and plain.cache_slice == slice(2, 3)
     # rings only where needed; GT of a class without history/post-process aliases the intermediate
     assert st_th.m_ring is not None and st_th.gt_ring is not None  # post-process: depth >= 2
@@ -61,7 +62,7 @@ def test_zero_copy_alias_read_is_a_view_of_the_intermediate():
 
 
 def test_read_sensors_per_class_new_tensors():
-    mgr, (a, th, f, plain) = _suite()
+    mgr, (a, th, f, _plain) = _suite()
     mgr.reset(_wide_ramp(0))
     for t in range(1, 5):
         mgr.step(_wide_ramp(t))
@@ -116,7 +117,7 @@ def test_multi_field_sensor_reads_a_named_tuple():
 def test_post_process_override_without_intermediate_raises_at_definition():
     with pytest.raises(TypeError, match=r"overrides _post_process but neither.*Fix"):
 
-        class Bad(sg.SimpleSensor):  # noqa: F841
+        class Bad(sg.SimpleSensor):
             @classmethod
             def _post_process(cls, md, data, timeline, *, is_measured):
                 return data
@@ -265,8 +266,8 @@ def test_state_dict_round_trip_continues_bit_identically():
     buf.seek(0)
     fresh.load_state_dict(torch.load(buf, weights_only=False))
     got = _drive(fresh, fresh_sensors, 15, 40)
-    for a, b in zip(expected, got):
-        for x, y in zip(a, b):
+    for a, b in zip(expected, got, strict=True):
+        for x, y in zip(a, b, strict=True):
             assert torch.equal(x, y)
 
 

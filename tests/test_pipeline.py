@@ -121,7 +121,7 @@ def test_history_is_causal_with_delay_jitter_and_noise(padding):
     opts = sg.StateSensorOptions(key="x", delay=2 * DT, jitter=1.5 * DT, noise=0.3, random_walk=0.1,
                                  history_length=4, padding_type=padding)
     seen = []
-    for t, s in run(opts, 40, seed=2, start=7):
+    for _, s in run(opts, 40, seed=2, start=7):
         seen.append(as_np(s.read(history_length=0)))
         hist = as_np(s.read())
         assert hist.shape == (B, 4, 1)
@@ -240,7 +240,7 @@ def test_bool_sensor_noise_can_flip_the_reading():
     assert not s.read_ground_truth().any()
 
 
-# -- resets ---------------------------------------------------------------------------------------------------
+# -- resets ----------------------------------------------------------------------------------------
 def _ramp_with(reset_env, t, t_reset):
     x = ramp_state(t, B)["x"].clone()
     x[reset_env] = 1000.0 + (t - t_reset)  # the reset env starts a new ramp
@@ -271,7 +271,7 @@ def test_partial_reset_leaves_other_envs_untouched(fold):
         runs.append(out)
     # rows 0 and 2 are bit-identical with or without the reset of env 1 only if the draws coincide;
     # draws are made for all rows either way, so they do (the fold path draws once, like a step).
-    for (a, ga), (b, gb) in zip(runs[0], runs[1]):
+    for (a, ga), (b, gb) in zip(runs[0], runs[1], strict=True):
         np.testing.assert_array_equal(ga[[0, 2]], gb[[0, 2]])
         if fold:
             np.testing.assert_array_equal(a[[0, 2]], b[[0, 2]])
