@@ -5,7 +5,9 @@ and ``.cache_slice``), the per-env parameter tensors ``md.noise``, ``md.bias``, 
 ``md.resolution`` (``(B, cols)``, one value per env and component), the per-env delay and jitter
 (``md.delay_steps``, ``md.jitter_steps``: ``(B, n_sensors)``), the random-walk accumulator, this step's
 standard-normal draws, and the reset context of the current capture (``md.reset_mask``,
-``md.advancing``). Sensor-owned per-env state goes into ``md.extra`` (saved by ``state_dict``).
+``md.advancing``). Sensor-owned per-env state goes into ``md.extra`` (tensors with a leading ``B``
+axis, saved by ``state_dict`` and restored for the envs a reset does not touch); constants a class
+derives from its options (per-column tensors, ...) can be cached in ``md.constants``.
 
 Domain randomization lives here too: options given as distributions are resampled per env at every reset
 of that env (:meth:`SensorMetadata.resample`) and held for the episode.
@@ -77,7 +79,8 @@ class SensorMetadata:
         self.dt = dt
         self.device = device
         self.generator = generator
-        self.extra: dict[str, torch.Tensor] = {}
+        self.extra: dict[str, torch.Tensor] = {}  # sensor-owned per-env state (B, ...), saved
+        self.constants: dict[str, Any] = {}  # sensor-owned values derived from options, not saved
         self.reset_mask: torch.Tensor | None = None
         self.advancing = True
         self.step_count = 0

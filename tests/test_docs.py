@@ -1,0 +1,30 @@
+"""The code blocks of the docs and the README run as written."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def python_blocks(path: Path) -> list[str]:
+    text = path.read_text()
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("page", ["docs/custom_sensors.md", "docs/pipeline.md", "README.md"])
+def test_code_blocks_run(page):
+    blocks = python_blocks(ROOT / page)
+    assert blocks, f"{page} has no python code block"
+    module = types.ModuleType(f"doc_{Path(page).stem}")  # dataclasses need a real module
+    sys.modules[module.__name__] = module
+    try:
+        for block in blocks:
+            exec(compile(block, page, "exec"), module.__dict__)
+    finally:
+        del sys.modules[module.__name__]
