@@ -5,7 +5,8 @@ For each batch size B it measures, in the same run:
   * baseline: the same suite as 12 independent Isaac-Lab-style observation terms;
   * roofline: one ``copy_`` of as many bytes as the pipeline must write per step;
 and prints steps/s, microseconds per step, the speed-up over the baseline and the ratio to the roofline,
-plus the number of tensor allocations per steady-state step (counted with the torch profiler).
+plus the RNG floor (drawing just the random numbers the suite needs, which any implementation pays) and
+the number of tensor allocations per steady-state step (counted with the torch profiler's memory events).
 
 Usage:
     python benchmarks/bench_manager.py                 # CPU, B in {1, 64, 1024, 4096, 16384}
@@ -98,21 +99,26 @@ def run(sizes, device: torch.device, min_time: float) -> list[dict]:
         t_sg = time_it(lambda m=mgr, s=state: m.step(s), device, min_time)
         t_base = time_it(lambda m=base, s=state: m.step(s), device, min_time)
         t_copy = time_it(lambda d=dst, s=src: d.copy_(s), device, min_time)
+        normals = torch.empty(2, b, 3 * 4, device=device)  # noise + random walk of the IMU class
+        uniforms = torch.empty(2, b, 4, device=device)  # jitter of the IMU class
+        gen = torch.Generator(device=device)
+        t_rng = time_it(lambda: (normals.normal_(generator=gen), uniforms.uniform_(generator=gen)),
+                        device, min_time)
         allocs = count_allocations(mgr, state) if device.type == "cpu" else float("nan")
-        rows.append(dict(B=b, sg=t_sg, base=t_base, copy=t_copy, bytes=nbytes, allocs=allocs))
+        rows.append(dict(B=b, sg=t_sg, base=t_base, copy=t_copy, bytes=nbytes, allocs=allocs, rng=t_rng))
     return rows
 
 
 def table(rows, device: torch.device) -> str:
     head = ("| B | sensorgym steps/s | sensorgym µs/step | baseline µs/step | speed-up vs baseline | "
-            "roofline µs (bytes) | sensorgym / roofline | allocs/step |\n"
-            "|---:|---:|---:|---:|---:|---:|---:|---:|")
+            "roofline µs (bytes) | sensorgym / roofline | RNG floor µs | allocs/step |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     lines = [head]
     for r in rows:
         lines.append(
             f"| {r['B']} | {1 / r['sg']:,.0f} | {r['sg'] * 1e6:,.1f} | {r['base'] * 1e6:,.1f} | "
             f"{r['base'] / r['sg']:.1f}x | {r['copy'] * 1e6:,.1f} ({r['bytes']:,}) | "
-            f"{r['sg'] / r['copy']:.1f}x | {r['allocs']:.1f} |"
+            f"{r['sg'] / r['copy']:.1f}x | {r['rng'] * 1e6:,.1f} | {r['allocs']:.1f} |"
         )
     machine = (f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores, "
                f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 import sensorgym as sg
@@ -102,44 +103,47 @@ def build_suite(num_envs: int, device: str | torch.device = "cpu", seed: int = 0
 
 
 # -- baseline ---------------------------------------------------------------------------------------------
-class _CircularBuffer:
-    """Per-term history/delay storage with a write pointer, like Isaac Lab's CircularBuffer."""
-
+# Written after Isaac Lab's ObservationManager (2026): every sensor is an observation term evaluated in a
+# Python loop; the critic group evaluates the term function again without corruption; noise is
+# ``x + randn_like(x) * std``; history and delay use a CircularBuffer whose append shifts the slots so the
+# newest is last and whose lagged read is an advanced-indexing gather; flattened history is a reshape of
+# the transposed buffer. Random walk and quantization (absent in Isaac Lab) are stateful modifiers in the
+# same style. Jitter follows Isaac Lab's Delay term: a lag drawn every step, held so that delivery is
+# never out of order.
+class _ShiftBuffer:
     def __init__(self, max_len: int, num_envs: int, dim: int, dtype, device) -> None:
         self.buffer = torch.zeros(max_len, num_envs, dim, dtype=dtype, device=device)
-        self.pointer = -1
         self.max_len = max_len
+        self.all_envs = torch.arange(num_envs, device=device)
 
     def append(self, data: torch.Tensor) -> None:
-        self.pointer = (self.pointer + 1) % self.max_len
-        self.buffer[self.pointer] = data
+        for i in range(self.max_len - 1):
+            self.buffer[i].copy_(self.buffer[i + 1])
+        self.buffer[-1] = data
 
     def lagged(self, lag: torch.Tensor) -> torch.Tensor:
-        idx = (self.pointer - lag) % self.max_len
-        return self.buffer[idx, torch.arange(self.buffer.shape[1], device=lag.device)]
+        return self.buffer[(self.max_len - 1 - lag).long(), self.all_envs]
 
-    def newest_first(self) -> torch.Tensor:
-        idx = (self.pointer - torch.arange(self.max_len, device=self.buffer.device)) % self.max_len
-        return self.buffer[idx].transpose(0, 1)
+    def flat_history_newest_first(self) -> torch.Tensor:
+        return self.buffer.flip(0).transpose(0, 1).reshape(self.buffer.shape[1], -1)
 
 
 class _Term:
-    def __init__(self, key, dim, *, delay=0, jitter=0.0, noise=0.0, bias=0.0, walk=0.0, res=0.0,
+    def __init__(self, func, dim, *, delay=0, jitter_steps=0.0, noise=0.0, bias=0.0, walk=0.0, res=0.0,
                  history=0, threshold=None, num_envs=1, device="cpu") -> None:
-        self.key, self.dim = key, dim
-        self.delay, self.jitter, self.noise, self.bias, self.walk, self.res = \
-            delay, jitter, noise, bias, walk, res
+        self.func, self.dim = func, dim
+        self.delay, self.jitter_steps = delay, jitter_steps
+        self.noise, self.bias, self.walk, self.res = noise, bias, walk, res
         self.threshold = threshold
-        depth = delay + (1 if jitter else 0) + 1
+        depth = delay + int(np.ceil(jitter_steps)) + 1
         dtype = torch.bool if threshold is not None else torch.float32
-        self.delay_buf = _CircularBuffer(depth, num_envs, dim, dtype, device) if depth > 1 else None
-        self.hist = _CircularBuffer(history, num_envs, dim, dtype, device) if history else None
+        self.delay_buf = _ShiftBuffer(depth, num_envs, dim, dtype, device) if depth > 1 else None
+        self.hist = _ShiftBuffer(history, num_envs, dim, dtype, device) if history else None
         self.drift = torch.zeros(num_envs, dim, device=device)
         self.prev_lag = torch.zeros(num_envs, dtype=torch.long, device=device)
 
-    def compute(self, state, gen) -> tuple[torch.Tensor, torch.Tensor]:
-        x = state[self.key].reshape(state[self.key].shape[0], -1)
-        gt = x.clone()
+    def policy(self, state, gen) -> torch.Tensor:
+        x = self.func(state)
         if self.walk:
             self.drift = self.drift + torch.randn(x.shape, generator=gen, device=x.device) * self.walk
             x = x + self.drift
@@ -150,48 +154,50 @@ class _Term:
         if self.res:
             x = torch.round(x / self.res) * self.res
         if self.threshold is not None:
-            x, gt = x > self.threshold, gt > self.threshold
+            x = x > self.threshold
         if self.delay_buf is not None:
             self.delay_buf.append(x)
             lag = torch.full((x.shape[0],), self.delay, dtype=torch.long, device=x.device)
-            if self.jitter:
-                lag = lag + (torch.rand(x.shape[0], generator=gen, device=x.device) < self.jitter).long()
+            if self.jitter_steps:
+                j = torch.rand(x.shape[0], generator=gen, device=x.device) * self.jitter_steps
+                u = torch.rand(x.shape[0], generator=gen, device=x.device)
+                lag = lag + torch.floor(j + u).long()
                 lag = torch.minimum(lag, self.prev_lag + 1)
                 self.prev_lag = lag
             x = self.delay_buf.lagged(lag)
         if self.hist is not None:
             self.hist.append(x)
-            x = self.hist.newest_first().flatten(1)
-        return x, gt
+            x = self.hist.flat_history_newest_first()
+        return x
+
+    def critic(self, state) -> torch.Tensor:
+        x = self.func(state)
+        return x > self.threshold if self.threshold is not None else x
+
+
+def _entry(key, col=None):
+    if col is None:
+        return lambda state: state[key].clone()
+    return lambda state: state[key][..., col].reshape(state[key].shape[0], -1).clone()
 
 
 class PerSensorBaseline:
-    """The standard suite as 12 independent observation terms (Isaac-Lab-style composition)."""
+    """The standard suite as 12 independent observation terms in a policy and a critic group."""
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int = 0) -> None:
         self.gen = torch.Generator(device=device).manual_seed(seed)
         d = round(0.04 / DT)
+        common = dict(num_envs=num_envs, device=device)
         self.terms = [
-            *(_Term(f"imu{i}", 3, delay=d, jitter=0.5, noise=0.01, bias=0.02, walk=0.001, res=0.001,
-                    history=HISTORY, num_envs=num_envs, device=device) for i in range(N_IMU)),
-            *(_Term("contact", 1, delay=1, threshold=0.5, num_envs=num_envs, device=device)
-              for _ in range(N_CONTACT)),
-            *(_Term("joints", ENC_DIM, res=0.01, num_envs=num_envs, device=device)
-              for _ in range(N_ENC)),
+            *(_Term(_entry(f"imu{i}"), 3, delay=d, jitter_steps=IMU_OPTIONS["jitter"] / DT,
+                    noise=0.01, bias=0.02, walk=0.001, res=0.001, history=HISTORY, **common)
+              for i in range(N_IMU)),
+            *(_Term(_entry("contact", i), 1, delay=1, threshold=0.5, **common) for i in range(N_CONTACT)),
+            *(_Term(lambda st, i=i: st["joints"][:, i].clone(), ENC_DIM, res=0.01, **common)
+              for i in range(N_ENC)),
         ]
-        self.contact_idx = list(range(N_CONTACT))
 
     def step(self, state) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        policy, critic = [], []
-        for i, term in enumerate(self.terms):
-            if term.key == "contact":
-                sub = {"contact": state["contact"][:, self.contact_idx[i - N_IMU]: i - N_IMU + 1]}
-            elif term.key == "joints":
-                j = i - N_IMU - N_CONTACT
-                sub = {"joints": state["joints"][:, j]}
-            else:
-                sub = state
-            obs, gt = term.compute(sub, self.gen)
-            policy.append(obs)
-            critic.append(gt)
+        policy = [term.policy(state, self.gen) for term in self.terms]
+        critic = [term.critic(state) for term in self.terms]
         return policy, critic

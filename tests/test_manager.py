@@ -302,3 +302,19 @@ def test_cuda_matches_cpu():
         assert all(s.read().device.type == device for s in sensors)
     # noise draws differ between CPU and CUDA generators; the noiseless sensor must agree exactly
     assert torch.equal(outs[0][3], outs[1][3])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_step_has_no_host_device_sync():
+    mgr, _ = _suite(seed=3, device="cuda")
+    state = {k: v.cuda() for k, v in _wide_ramp(0).items()}
+    mgr.reset(state)
+    mgr.step(state)
+    done = torch.zeros(4, dtype=torch.bool, device="cuda")
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(5):
+            mgr.step(state, reset_mask=done)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
