@@ -24,6 +24,7 @@ import torch
 from .metadata import SensorMetadata
 from .options import SensorOptions, SimpleSensorOptions
 from .ring import Clock
+from .rng import BatchRandom, PerEnvRandom, RandomSource
 from .sensor import Sensor, _overrides, normalize_format, reads_timeline
 from .storage import ClassStorage, DtypeGroup
 
@@ -39,12 +40,15 @@ class SensorManager:
         device: where every buffer lives (``"cpu"``, ``"cuda"``, ...); states may come from anywhere.
         seed: seeds the one ``torch.Generator`` behind noise, jitter and randomization
             (None: nondeterministic).
+        per_env_rng: give every env its own generator (env ``b`` seeded with ``seed + b``) so an env's
+            numbers do not depend on the batch it runs in; slower (a loop over envs), for
+            reproducibility and reference tests. See :mod:`sensorgym.rng`.
 
     See the module docstring for a runnable example.
     """
 
     def __init__(self, num_envs: int, dt: float, device: str | torch.device = "cpu",
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, per_env_rng: bool = False) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"SensorManager(num_envs={num_envs!r}): num_envs must be an int >= 1.")
         if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or dt <= 0:
@@ -55,8 +59,9 @@ class SensorManager:
         self.num_envs = int(num_envs)
         self.dt = float(dt)
         self.device = torch.device(device)
-        self.generator = torch.Generator(device=self.device)
-        self.seed(seed)
+        self.random: RandomSource = (PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng
+                                     else BatchRandom(self.device, seed))
+        self.generator = self.random.generator
         self.clock = Clock()
         self.sensors: list[Sensor] = []
         self._names: set[str] = set()
@@ -68,11 +73,8 @@ class SensorManager:
 
     # -- configuration ---------------------------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
-        """Reseed the manager's generator (None: from OS entropy)."""
-        if seed is None:
-            self.generator.seed()
-        else:
-            self.generator.manual_seed(int(seed))
+        """Reseed the manager's random source (None: from OS entropy)."""
+        self.random.seed(seed)
 
     def add_sensor(self, options: SensorOptions, name: str | None = None) -> Sensor:
         """Create the sensor registered for ``type(options)``; returns its handle."""
@@ -142,7 +144,7 @@ class SensorManager:
                 param_dtype = None
                 if any(isinstance(s.options, SimpleSensorOptions) for s in sensors):
                     param_dtype = idtype if idtype.is_floating_point else None
-                md = SensorMetadata(cls, sensors, self.num_envs, self.dt, self.device, self.generator,
+                md = SensorMetadata(cls, sensors, self.num_envs, self.dt, self.device, self.random,
                                     [s.cache_slice.stop - s.cache_slice.start for s in sensors],
                                     param_dtype)
                 rdtype, rcols = rinfo[cls]
@@ -217,15 +219,15 @@ class SensorManager:
                     keep += list(st.md.parameter_tensors())
             self._save(keep)
         try:
+            rows = None if advancing else mask  # the envs this capture is for
             for st in self._stores.values():
-                st.md.reset_mask, st.md.advancing = mask, advancing
+                st.md.reset_mask, st.md.advancing, st.md.capture_rows = mask, advancing, rows
                 if mask is not None:
                     st.md.resample(mask)
                     st.cls._reset_envs(st.md, mask)
             for group in self._groups.values():
                 if group.draws is not None:
-                    torch.randn(group.draws.shape, generator=self.generator, dtype=group.dtype,
-                                device=self.device, out=group.draws)
+                    self.random.normal_(group.draws, rows, 1)
             for st in self._stores.values():
                 st.capture(state, mask)
             if not advancing:
@@ -240,7 +242,7 @@ class SensorManager:
             raise
         finally:
             for st in self._stores.values():
-                st.md.reset_mask, st.md.advancing = None, True
+                st.md.reset_mask, st.md.advancing, st.md.capture_rows = None, True, None
 
     def _save(self, tensors: list[torch.Tensor]) -> None:
         if len(self._saved) != len(tensors) or any(
@@ -380,7 +382,7 @@ class SensorManager:
             "num_envs": self.num_envs,
             "dt": self.dt,
             "t": self.clock.t,
-            "generator": self.generator.get_state(),
+            "generator": self.random.get_state(),
             "layout": self._layout(),
             "groups": {str(d): {k: v.clone() for k, v in g.state_tensors().items()}
                        for d, g in self._groups.items()},
@@ -416,5 +418,5 @@ class SensorManager:
                 setattr(st.md, k, v)
             st.md.refresh_derived()
         self.clock.t = int(state_dict["t"])
-        self.generator.set_state(state_dict["generator"])
+        self.random.set_state(state_dict["generator"])
         self._plan_draws()

@@ -33,6 +33,7 @@ import torch
 
 from .options import SimpleSensorOptions, bounds_of
 from .randomization import Distribution
+from .rng import RandomSource
 
 if TYPE_CHECKING:
     from .sensor import Sensor
@@ -69,7 +70,7 @@ class SensorMetadata:
         num_envs: int,
         dt: float,
         device: torch.device,
-        generator: torch.Generator,
+        random: RandomSource,
         sensor_cols: list[int],
         param_dtype: torch.dtype | None,
     ) -> None:
@@ -78,11 +79,13 @@ class SensorMetadata:
         self.num_envs = num_envs
         self.dt = dt
         self.device = device
-        self.generator = generator
+        self.random = random
+        self.generator = random.generator  # for custom hooks that draw their own numbers
         self.extra: dict[str, torch.Tensor] = {}  # sensor-owned per-env state (B, ...), saved
         self.constants: dict[str, Any] = {}  # sensor-owned values derived from options, not saved
         self.reset_mask: torch.Tensor | None = None
         self.advancing = True
+        self.capture_rows: torch.Tensor | None = None  # envs the current capture is for (None: all)
         self.step_count = 0
         self._finish_raw_capture: Any = None  # installed by the class storage
         self._prev_shift: torch.Tensor | None = None  # installed by the class storage
@@ -244,7 +247,7 @@ class SensorMetadata:
         for name, entries in self._random.items():
             scratch = self._random_scratch[name]
             for cols, dist in entries:
-                dist.sample_(scratch[:, cols], self.generator)
+                self.random.sample_(dist, scratch[:, cols], mask, 0)
             target = self._param(name)
             cond = mask[:, None] & self._random_cols[name][None, :]
             torch.where(cond, scratch, target, out=target)

@@ -272,7 +272,7 @@ class ClassStorage:
         the previous read (``shift <= prev + 1``)."""
         md = self.md
         if md.has_jitter:
-            self.jitter_draw.uniform_(generator=md.generator)
+            md.random.uniform_(self.jitter_draw, md.capture_rows, 1)
             torch.mul(md.jitter_steps_f32, self.jitter_draw[0], out=self.jitter_tmp)
             self.jitter_tmp.add_(self.jitter_draw[1]).floor_()
             self.shift.copy_(self.jitter_tmp)
