@@ -19,13 +19,15 @@ from .metadata import SensorMetadata
 from .options import SensorOptions, SimpleSensorOptions
 from .randomization import Choice, Distribution, LogUniform, Normal, Uniform
 from .sensor import Sensor, SimpleSensor
-from .sensors import StateSensor, StateSensorOptions
+from .sensors import EnvAttributeOptions, EnvAttributeSensor, StateSensor, StateSensorOptions
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Choice",
     "Distribution",
+    "EnvAttributeOptions",
+    "EnvAttributeSensor",
     "LogUniform",
     "Normal",
     "Sensor",

@@ -74,6 +74,13 @@ class Ring:
         cols = slice(None) if cols is None else cols
         return torch.stack([self.buffer[self.slot(k), :, cols] for k in range(n)], dim=1)
 
+    def history_into(self, out: torch.Tensor, cols: slice | None = None) -> torch.Tensor:
+        """Write the last ``out.shape[1]`` snapshots, newest first, into ``out`` ``(batch, n, cols)``."""
+        cols = slice(None) if cols is None else cols
+        for k in range(out.shape[1]):
+            out[:, k].copy_(self.buffer[self.slot(k), :, cols])
+        return out
+
 
 class RingView:
     """A column slice of a :class:`Ring`: what a sensor class sees as its ``timeline``.

@@ -226,6 +226,16 @@ class Sensor(ABC):
         Default: nothing (the manager resets rings, random walk, shifts and randomization itself).
         """
 
+    @classmethod
+    def _extract_state(cls, env: Any, options: list[SensorOptions]) -> dict[str, Any]:
+        """Compute, inside one (sub-)env, the raw simulator state the class's sensors need.
+
+        Called by :class:`~sensorgym.wrappers.SimStateExtractor` after every reset and step of a single
+        env (inside Async workers too), so simulator objects never cross process boundaries: return
+        compact numpy arrays keyed by the state keys the sensors read. Default: nothing.
+        """
+        return {}
+
     def _on_build(self, state: Any) -> None:
         """Called once at build with the first state (or None), before formats are queried."""
 

@@ -1,0 +1,131 @@
+"""Pieces shared by the vector and the single-env wrappers: options checking, dt inference, the
+template state used to build the manager before the first reset, and info cleaning."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from ..options import SensorOptions
+from ..sensor import Sensor
+from ..sensors.state import StateSensorOptions
+from .state import EXTRACTOR_KEY
+
+__all__ = ["check_sensors", "clean_info", "extract_state", "infer_dt", "template_state"]
+
+
+def check_sensors(sensors: Any, policy: Sequence[str] | None, critic: Sequence[str] | None
+                  ) -> tuple[dict[str, SensorOptions], list[str], list[str]]:
+    if not isinstance(sensors, Mapping) or not sensors:
+        raise TypeError(
+            f"sensors={sensors!r}: expected a non-empty mapping of name -> options. Fix: pass e.g. "
+            "sensors={'angle': sg.StateSensorOptions(key='obs', index=[0, 1], delay=0.04)}."
+        )
+    for name, opts in sensors.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"sensors: sensor names must be non-empty strings, got {name!r}.")
+        if not isinstance(opts, SensorOptions):
+            raise TypeError(
+                f"sensors[{name!r}]={opts!r}: expected a SensorOptions instance. Fix: pass e.g. "
+                "sg.StateSensorOptions(key='obs')."
+            )
+    names = list(sensors)
+    policy = names if policy is None else list(policy)
+    critic = names if critic is None else list(critic)
+    for what, chosen in (("policy", policy), ("critic", critic)):
+        unknown = [n for n in chosen if n not in sensors]
+        if unknown:
+            raise ValueError(f"{what}={chosen!r}: unknown sensor names {unknown}; known: {names}.")
+    if not policy:
+        raise ValueError("policy=[]: the policy observation needs at least one sensor.")
+    return dict(sensors), policy, critic
+
+
+def infer_dt(env: Any, dt: float | None) -> float:
+    """The control step: given, or ``dt`` of the (sub-)envs, or ``metadata["dt"]``."""
+    if dt is not None:
+        if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or dt <= 0:
+            raise ValueError(f"dt={dt!r}: the control step in seconds must be > 0. Fix: pass e.g. dt=0.05.")
+        return float(dt)
+    candidates = []
+    base = getattr(env, "unwrapped", env)
+    try:
+        candidates.append(base.dt)
+    except Exception:  # noqa: BLE001 - any failure just means "not here"
+        pass
+    if not candidates and hasattr(base, "get_attr"):
+        try:
+            values = base.get_attr("dt")
+            if len(set(values)) == 1:
+                candidates.append(values[0])
+        except Exception:  # noqa: BLE001
+            pass
+    if not candidates and hasattr(env, "get_wrapper_attr"):
+        try:
+            candidates.append(env.get_wrapper_attr("dt"))
+        except Exception:  # noqa: BLE001
+            pass
+    meta = getattr(env, "metadata", {}) or {}
+    if not candidates and "dt" in meta:
+        candidates.append(meta["dt"])
+    for c in candidates:
+        if isinstance(c, (int, float, np.floating)) and c > 0:
+            return float(c)
+    raise ValueError(
+        "dt: cannot infer the control step from the env (no `dt` attribute on the env or its sub-envs, "
+        "no metadata['dt']). Fix: pass dt=<seconds per step>, e.g. dt=0.05."
+    )
+
+
+def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs: int) -> dict:
+    """Zeros shaped like the state the sensors will read, to build the manager before any reset."""
+    state: dict[str, np.ndarray] = {}
+    if isinstance(obs_space, gym.spaces.Dict):
+        for k, sp in obs_space.spaces.items():
+            state[f"obs.{k}"] = np.zeros((num_envs, *(sp.shape or ())), np.float32)
+    else:
+        state["obs"] = np.zeros((num_envs, *(obs_space.shape or ())), np.float32)
+    for name, s in sensors.items():
+        o = s.options
+        if not isinstance(o, StateSensorOptions) or o.key in state:
+            continue
+        if o.shape is None:
+            raise ValueError(
+                f"sensor {name!r} reads state[{o.key!r}], which is not part of the observation, and its "
+                "shape is unknown before the first reset. Fix: give its shape, e.g. "
+                f"{type(o).__name__}(key={o.key!r}, shape=(3,), ...)."
+            )
+        if o.index is not None:
+            state[o.key] = np.zeros((num_envs, *o.shape[:-1], max(o.index) + 1), np.float32)
+        else:
+            state[o.key] = np.zeros((num_envs, *o.shape), np.float32)
+    return state
+
+
+def extract_state(env: gym.Env, sensors: Mapping[str, SensorOptions]) -> dict[str, np.ndarray]:
+    """Run every sensor class's ``_extract_state`` on a single env (inside a sub-env or worker)."""
+    by_class: dict[type, list[SensorOptions]] = {}
+    for opts in sensors.values():
+        by_class.setdefault(Sensor.registered_class(type(opts)), []).append(opts)
+    out: dict[str, np.ndarray] = {}
+    for cls, opts in by_class.items():
+        out.update(cls._extract_state(env, opts))
+    return out
+
+
+def needs_extraction(sensors: Mapping[str, SensorOptions]) -> bool:
+    from ..sensor import _overrides
+
+    return any(_overrides(Sensor.registered_class(type(o)), "_extract_state") for o in sensors.values())
+
+
+def clean_info(info: Mapping) -> dict:
+    """A shallow copy of ``info`` without the extractor's raw state (also inside ``final_info``)."""
+    out = {k: v for k, v in info.items() if k not in (EXTRACTOR_KEY, "_" + EXTRACTOR_KEY)}
+    if isinstance(out.get("final_info"), Mapping):
+        out["final_info"] = clean_info(out["final_info"])
+    return out

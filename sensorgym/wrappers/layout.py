@@ -1,0 +1,194 @@
+"""The observation a wrapper returns: ``{"policy": measured, "critic": ground truth + env obs}``.
+
+``policy`` holds the measured reading of every policy sensor, in mapping order, history flattened
+newest first, as float32. ``critic`` holds the ground truth of every critic sensor at the current step,
+then the env's own observation (flattened), then optionally the per-env randomized sensor parameters.
+Bounds are honest: a component is bounded only when nothing (noise, drift, bias, quantization, padding)
+can take it out of the range the env declares.
+
+Example:
+    >>> import numpy as np, gymnasium as gym, sensorgym as sg
+    >>> from sensorgym.wrappers.layout import ObservationLayout
+    >>> mgr = sg.SensorManager(num_envs=1, dt=0.05)
+    >>> s = mgr.add_sensor(sg.StateSensorOptions(key="obs", index=[0], history_length=2), name="cos")
+    >>> mgr.build({"obs": np.zeros((1, 3))})
+    >>> space = gym.spaces.Box(-1.0, 1.0, (3,))
+    >>> layout = ObservationLayout(mgr, {"cos": s}, ["cos"], ["cos"], space)
+    >>> layout.policy_space.shape, layout.critic_space.shape, layout.policy_space.high.tolist()
+    ((2,), (4,), [1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from ..manager import SensorManager
+from ..options import SimpleSensorOptions, bounds_of
+from ..sensor import Sensor
+from ..sensors.state import StateSensorOptions
+
+__all__ = ["ObservationLayout", "flatten_env_obs"]
+
+
+def _flat_space_bounds(space: gym.Space) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(space, gym.spaces.Box):
+        return space.low.astype(np.float64).ravel(), space.high.astype(np.float64).ravel()
+    if isinstance(space, gym.spaces.Dict):
+        parts = [_flat_space_bounds(s) for s in space.spaces.values()]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    if isinstance(space, gym.spaces.Discrete):
+        return np.array([space.start], float), np.array([space.start + space.n - 1], float)
+    n = gym.spaces.flatdim(space)
+    return np.full(n, -np.inf), np.full(n, np.inf)
+
+
+def flatten_env_obs(obs: Any, num_envs: int, device: torch.device) -> torch.Tensor:
+    """A batch of env observations as one float32 ``(B, E)`` tensor (Dict keys in space order)."""
+    if isinstance(obs, Mapping):
+        return torch.cat([flatten_env_obs(v, num_envs, device) for v in obs.values()], dim=1)
+    t = obs if torch.is_tensor(obs) else torch.as_tensor(np.asarray(obs))
+    return t.to(device=device, dtype=torch.float32).reshape(num_envs, -1)
+
+
+def _obs_space_for_key(key: str, obs_space: gym.Space | None) -> gym.Space | None:
+    if obs_space is None:
+        return None
+    if key == "obs":
+        return obs_space if not isinstance(obs_space, gym.spaces.Dict) else None
+    if key.startswith("obs.") and isinstance(obs_space, gym.spaces.Dict):
+        return obs_space.spaces.get(key[4:])
+    return None
+
+
+def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-component bounds of a sensor's ground truth (return space, flat)."""
+    width = sensor.return_slice.stop - sensor.return_slice.start
+    dtype = type(sensor)._get_cache_dtype()
+    if dtype == torch.bool:
+        return np.zeros(width), np.ones(width)
+    lo, hi = np.full(width, -np.inf), np.full(width, np.inf)
+    o = sensor.options
+    if isinstance(o, StateSensorOptions):
+        space = _obs_space_for_key(o.key, obs_space)
+        if isinstance(space, gym.spaces.Box):
+            slo, shi = space.low.astype(np.float64), space.high.astype(np.float64)
+            if o.index is not None:
+                slo, shi = slo[..., list(o.index)], shi[..., list(o.index)]
+            if slo.size == width:
+                lo, hi = slo.ravel(), shi.ravel()
+    if not dtype.is_floating_point:
+        info = torch.iinfo(dtype)
+        lo, hi = np.maximum(lo, info.min), np.minimum(hi, info.max)
+    return lo, hi
+
+
+def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Widen GT bounds by what the imperfections and the padding can add (per component)."""
+    lo, hi = lo.copy(), hi.copy()
+    o = sensor.options
+    dtype = type(sensor)._get_cache_dtype()
+    same_space = sensor.cache_slice.stop - sensor.cache_slice.start == lo.size
+    if isinstance(o, SimpleSensorOptions) and dtype.is_floating_point and same_space:
+        def per_comp(value: Any) -> list[tuple[float, float]]:
+            vals = value if isinstance(value, tuple) else (value,)
+            vals = vals * lo.size if len(vals) == 1 else vals
+            return [bounds_of(v) for v in vals]
+
+        for i, ((_, n_hi), (_, w_hi), (b_lo, b_hi), (_, r_hi)) in enumerate(zip(
+                per_comp(o.noise), per_comp(o.random_walk), per_comp(o.bias), per_comp(o.resolution),
+                strict=True)):
+            if n_hi > 0 or w_hi > 0 or not (math.isfinite(b_lo) and math.isfinite(b_hi)):
+                lo[i], hi[i] = -np.inf, np.inf
+                continue
+            lo[i] += b_lo - r_hi / 2
+            hi[i] += b_hi + r_hi / 2
+    if o.padding_type == "zero":
+        lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+    return lo, hi
+
+
+class ObservationLayout:
+    """Spaces and packing of the ``{"policy", "critic"}`` observation for a built manager."""
+
+    def __init__(
+        self,
+        manager: SensorManager,
+        sensors: Mapping[str, Sensor],
+        policy: Sequence[str],
+        critic: Sequence[str],
+        env_obs_space: gym.Space | None,
+        include_env_obs: bool = True,
+        include_randomization: bool = False,
+    ) -> None:
+        self.manager = manager
+        self.policy = [sensors[n] for n in policy]
+        self.critic = [sensors[n] for n in critic]
+        self.include_env_obs = include_env_obs and env_obs_space is not None
+        self.include_randomization = include_randomization
+        p_lo, p_hi, c_lo, c_hi = [], [], [], []
+        self._policy_cols = []
+        col = 0
+        for s in self.policy:
+            lo, hi = measured_bounds(s, *gt_bounds(s, env_obs_space))
+            n = max(s.options.history_length, 1)
+            width = lo.size * n
+            self._policy_cols.append((s, slice(col, col + width), s.options.history_length))
+            p_lo.append(np.tile(lo, n))
+            p_hi.append(np.tile(hi, n))
+            col += width
+        self._critic_cols = []
+        col = 0
+        for s in self.critic:
+            lo, hi = gt_bounds(s, env_obs_space)
+            self._critic_cols.append((s, slice(col, col + lo.size)))
+            c_lo.append(lo)
+            c_hi.append(hi)
+            col += lo.size
+        self._env_cols = slice(col, col)
+        if self.include_env_obs:
+            lo, hi = _flat_space_bounds(env_obs_space)
+            self._env_cols = slice(col, col + lo.size)
+            c_lo.append(lo)
+            c_hi.append(hi)
+            col += lo.size
+        self._random_cols = slice(col, col)
+        if include_randomization:
+            n = len(manager.randomization_names())
+            self._random_cols = slice(col, col + n)
+            c_lo.append(np.full(n, -np.inf))
+            c_hi.append(np.full(n, np.inf))
+        self.policy_space = _box(p_lo, p_hi)
+        self.critic_space = _box(c_lo, c_hi)
+        self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
+
+    def pack(self, env_obs_flat: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        """New float32 tensors ``{"policy": (B, P), "critic": (B, C)}`` from the current readings."""
+        b, device = self.manager.num_envs, self.manager.device
+        policy = torch.empty(b, self.policy_space.shape[0], dtype=torch.float32, device=device)
+        for s, cols, hist in self._policy_cols:
+            st = s._storage
+            if hist:
+                out = policy[:, cols].view(b, hist, -1)
+                st.hist.history_into(out, s.return_slice)
+            else:
+                policy[:, cols] = st.m_cache[:, s.return_slice]
+        critic = torch.empty(b, self.critic_space.shape[0], dtype=torch.float32, device=device)
+        for s, cols in self._critic_cols:
+            critic[:, cols] = s._storage.gt_cache[:, s.return_slice]
+        if self.include_env_obs:
+            critic[:, self._env_cols] = env_obs_flat
+        if self.include_randomization:
+            critic[:, self._random_cols] = self.manager.read_randomization()
+        return {"policy": policy, "critic": critic}
+
+
+def _box(lows: list[np.ndarray], highs: list[np.ndarray]) -> gym.spaces.Box:
+    lo = np.concatenate(lows) if lows else np.zeros(0)
+    hi = np.concatenate(highs) if highs else np.zeros(0)
+    return gym.spaces.Box(lo.astype(np.float32), hi.astype(np.float32), dtype=np.float32)

@@ -1,0 +1,116 @@
+"""``SingleEnvSensorObservation``: the same sensors for one plain ``gym.Env``.
+
+It passes ``gymnasium.utils.env_checker.check_env`` and Stable-Baselines3's ``check_env``, and it is the
+per-env reference the vector wrapper is tested against.
+
+Example:
+    >>> import gymnasium as gym, sensorgym as sg
+    >>> from sensorgym.wrappers import SingleEnvSensorObservation
+    >>> env = SingleEnvSensorObservation(gym.make("Pendulum-v1"), {
+    ...     "angle": sg.StateSensorOptions(key="obs", index=[0, 1], delay=0.05, noise=0.01)})
+    >>> obs, info = env.reset(seed=0)
+    >>> obs["policy"].shape, obs["critic"].shape
+    ((2,), (5,))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from ..manager import SensorManager
+from ..options import SensorOptions
+from .common import check_sensors, clean_info, extract_state, infer_dt, needs_extraction, template_state
+from .layout import ObservationLayout, flatten_env_obs
+from .state import EXTRACTOR_KEY, build_state
+
+__all__ = ["SingleEnvSensorObservation"]
+
+
+def _batch1(value: Any) -> Any:
+    """Add a leading env axis of size 1 (recursively for dicts)."""
+    if isinstance(value, Mapping):
+        return {k: _batch1(v) for k, v in value.items()}
+    if torch.is_tensor(value):
+        return value.unsqueeze(0)
+    if isinstance(value, (np.ndarray, np.number, int, float, bool)):
+        return np.asarray(value)[None]
+    return value
+
+
+class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Observe one env through sensors: ``{"policy": measured, "critic": GT + env obs}``.
+
+    Takes the same arguments as :class:`~sensorgym.wrappers.SensorObservation` (the manager has one env).
+    Sensors that read simulator state (``_extract_state``) are extracted from this env directly.
+    Observations are new float32 numpy arrays without a batch axis.
+
+    See the module docstring for a runnable example.
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        sensors: Mapping[str, SensorOptions],
+        *,
+        dt: float | None = None,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+        policy: Sequence[str] | None = None,
+        critic: Sequence[str] | None = None,
+        critic_env_obs: bool = True,
+        critic_randomization: bool = False,
+        per_env_rng: bool = False,
+    ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(
+            self, sensors=sensors, dt=dt, device=device, seed=seed, policy=policy, critic=critic,
+            critic_env_obs=critic_env_obs, critic_randomization=critic_randomization,
+            per_env_rng=per_env_rng,
+        )
+        gym.Wrapper.__init__(self, env)
+        sensors, policy, critic = check_sensors(sensors, policy, critic)
+        self._options = sensors
+        self._extract = needs_extraction(sensors)
+        self.dt = infer_dt(env, dt)
+        inner_space = env.observation_space
+        self.manager = SensorManager(1, self.dt, device=device, seed=seed, per_env_rng=per_env_rng)
+        self.sensors = {name: self.manager.add_sensor(opts, name=name) for name, opts in sensors.items()}
+        self.manager.build(template_state(self.sensors, inner_space, 1))
+        self.layout = ObservationLayout(self.manager, self.sensors, policy, critic, inner_space,
+                                        include_env_obs=critic_env_obs,
+                                        include_randomization=critic_randomization)
+        self.observation_space = self.layout.space
+
+    def _state(self, obs: Any, info: Mapping) -> dict:
+        info = dict(info)
+        if self._extract:
+            info[EXTRACTOR_KEY] = extract_state(self.env, self._options)
+        return build_state(_batch1(obs), _batch1(info))
+
+    def _observation(self, obs: Any) -> dict[str, np.ndarray]:
+        env_flat = None
+        if self.layout.include_env_obs:
+            env_flat = flatten_env_obs(_batch1(obs), 1, self.manager.device)
+        return {k: v[0].cpu().numpy() for k, v in self.layout.pack(env_flat).items()}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        if seed is not None:
+            self.manager.seed(seed)
+        self.manager.reset(self._state(obs, info))
+        return self._observation(obs), clean_info(info)
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.manager.step(self._state(obs, info))
+        return self._observation(obs), reward, terminated, truncated, clean_info(info)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"manager": self.manager.state_dict()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.manager.load_state_dict(state["manager"])

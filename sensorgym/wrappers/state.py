@@ -1,0 +1,77 @@
+"""From a vector env's ``(obs, info)`` to the state mapping the sensor manager reads.
+
+Keys: ``"obs"`` for a Box observation (``"obs.<key>"`` for each key of a Dict observation), every numeric
+info entry under its key (nested dicts as ``"parent.child"``), and the entries a
+:class:`~sensorgym.wrappers.SimStateExtractor` computed inside the sub-envs (``info["sensorgym"]``) under
+their own keys. Values stay what they are (numpy arrays or torch tensors); sensors convert them.
+
+Example:
+    >>> import numpy as np
+    >>> from sensorgym.wrappers.state import build_state
+    >>> obs = np.zeros((2, 3), np.float32)
+    >>> info = {"t": np.array([4, 5]), "_t": np.array([True, True]), "name": np.array(["a", "b"])}
+    >>> sorted(build_state(obs, info))
+    ['obs', 't']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["EXTRACTOR_KEY", "build_state", "is_numeric", "merge_rows"]
+
+#: the info key under which :class:`~sensorgym.wrappers.SimStateExtractor` passes raw sim state
+EXTRACTOR_KEY = "sensorgym"
+
+
+def is_numeric(value: Any) -> bool:
+    if torch.is_tensor(value):
+        return not value.is_complex()
+    return isinstance(value, np.ndarray) and (value.dtype.kind in "biuf")
+
+
+def _add_info(state: dict, info: Mapping, prefix: str) -> None:
+    for key, value in info.items():
+        if key.startswith("_"):
+            continue  # gymnasium's per-key masks
+        if isinstance(value, Mapping):
+            inner = "" if (not prefix and key == EXTRACTOR_KEY) else f"{prefix}{key}."
+            _add_info(state, value, inner)
+        elif is_numeric(value):
+            state[f"{prefix}{key}"] = value
+
+
+def build_state(obs: Any, info: Mapping | None) -> dict[str, Any]:
+    """The state mapping for one step of a vector env."""
+    state: dict[str, Any] = {}
+    if info:
+        _add_info(state, info, "")
+    if isinstance(obs, Mapping):
+        for key, value in obs.items():
+            state[f"obs.{key}"] = value
+    elif obs is not None:
+        state["obs"] = obs
+    return state
+
+
+def merge_rows(base: dict[str, Any], other: dict[str, Any], rows: np.ndarray | torch.Tensor) -> dict:
+    """``base`` with the rows in ``rows`` (bool (B,)) taken from ``other`` where ``other`` has the key."""
+    out = dict(base)
+    for key, value in other.items():
+        if key not in base:
+            continue
+        cur = base[key]
+        if torch.is_tensor(cur):
+            r = torch.as_tensor(rows, device=cur.device)
+            src = torch.as_tensor(value, device=cur.device, dtype=cur.dtype)
+            out[key] = torch.where(r.view(-1, *([1] * (cur.dim() - 1))), src, cur)
+        else:
+            cur = np.array(cur, copy=True)
+            r = np.asarray(rows)
+            cur[r] = np.asarray(value)[r]
+            out[key] = cur
+    return out

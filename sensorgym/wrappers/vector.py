@@ -1,0 +1,237 @@
+"""``SensorObservation``: sensors for any Gymnasium ``VectorEnv``.
+
+Example:
+    >>> import gymnasium as gym, sensorgym as sg
+    >>> from sensorgym.wrappers import SensorObservation
+    >>> envs = gym.make_vec("Pendulum-v1", num_envs=4, vectorization_mode="sync")
+    >>> envs = SensorObservation(envs, {
+    ...     "angle": sg.StateSensorOptions(key="obs", index=[0, 1], delay=0.05, noise=0.01,
+    ...                                    history_length=2),
+    ... }, seed=0)
+    >>> obs, info = envs.reset(seed=0)
+    >>> obs["policy"].shape, obs["critic"].shape   # 2 readings x 2 history; GT (2) + env obs (3)
+    ((4, 4), (4, 5))
+    >>> obs, *_ = envs.step(envs.action_space.sample())
+    >>> obs in envs.observation_space
+    True
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector.utils import batch_space
+
+from ..manager import SensorManager
+from ..options import SensorOptions
+from .common import check_sensors, clean_info, infer_dt, template_state
+from .layout import ObservationLayout, flatten_env_obs
+from .state import build_state, merge_rows
+
+__all__ = ["SensorObservation"]
+
+
+def _is_torch(obs: Any) -> bool:
+    if isinstance(obs, Mapping):
+        return any(torch.is_tensor(v) for v in obs.values())
+    return torch.is_tensor(obs)
+
+
+def _copy_mask(mask: Any) -> Any:
+    return mask.clone().bool() if torch.is_tensor(mask) else np.array(mask, dtype=bool, copy=True)
+
+
+def _like(mask: Any, ref: Any) -> Any:
+    """``mask`` as the same kind of array as ``ref`` (numpy or a torch tensor on its device)."""
+    if torch.is_tensor(ref):
+        return torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask,
+                               device=ref.device).bool()
+    return mask.detach().cpu().numpy().astype(bool) if torch.is_tensor(mask) else np.asarray(mask, bool)
+
+
+class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
+    """Observe a vector env through sensors: ``{"policy": measured, "critic": GT + env obs}``.
+
+    Args:
+        env: any ``gymnasium.vector.VectorEnv`` (Sync, Async, or natively batched, numpy or torch).
+        sensors: mapping name -> sensor options; names order the observation.
+        dt: control step in seconds; inferred from the env (``dt`` of the env or its sub-envs, or
+            ``metadata["dt"]``) when None.
+        device: where the sensor buffers live; default: the env's device for torch envs, else CPU.
+        seed: seed of the sensor random numbers (reseeded by ``reset(seed=...)``).
+        policy: names of the sensors in ``"policy"`` (default: all).
+        critic: names of the sensors whose ground truth is in ``"critic"`` (default: all).
+        critic_env_obs: append the env's own observation to ``"critic"``.
+        critic_randomization: append the per-env randomized sensor parameters to ``"critic"``.
+        per_env_rng: one random stream per env (env ``b`` seeded ``seed + b``): results then do not depend
+            on the batch, at the cost of a loop over envs (see :mod:`sensorgym.rng`).
+
+    State handed to the sensors: ``"obs"`` (``"obs.<key>"`` for Dict observations), every numeric info
+    entry under its key, and what a :class:`~sensorgym.wrappers.SimStateExtractor` computed inside the
+    sub-envs. All three autoreset modes are supported; numpy envs give numpy observations, torch envs
+    torch tensors on their device; every returned array is new.
+
+    See the module docstring for a runnable example.
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        sensors: Mapping[str, SensorOptions],
+        *,
+        dt: float | None = None,
+        device: str | torch.device | None = None,
+        seed: int | None = None,
+        policy: Sequence[str] | None = None,
+        critic: Sequence[str] | None = None,
+        critic_env_obs: bool = True,
+        critic_randomization: bool = False,
+        per_env_rng: bool = False,
+    ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(
+            self, sensors=sensors, dt=dt, device=device, seed=seed, policy=policy, critic=critic,
+            critic_env_obs=critic_env_obs, critic_randomization=critic_randomization,
+            per_env_rng=per_env_rng,
+        )
+        if not isinstance(env, VectorEnv):
+            raise TypeError(
+                f"SensorObservation wraps a gymnasium VectorEnv, got {type(env).__name__}. Fix: use "
+                "gym.make_vec(...), or SingleEnvSensorObservation for a single gym.Env."
+            )
+        VectorWrapper.__init__(self, env)
+        sensors, policy, critic = check_sensors(sensors, policy, critic)
+        self.dt = infer_dt(env, dt)
+        mode = env.metadata.get("autoreset_mode")
+        if mode is None:
+            warnings.warn(
+                f"{type(env.unwrapped).__name__} declares no metadata['autoreset_mode']; assuming "
+                "NEXT_STEP (the gymnasium default). Set it on the env if it resets differently.",
+                stacklevel=2,
+            )
+            mode = AutoresetMode.NEXT_STEP
+        self.autoreset_mode = AutoresetMode(mode)
+        if device is None:
+            device = getattr(env.unwrapped, "device", None) or "cpu"
+        inner_space = env.single_observation_space
+        self.manager = SensorManager(self.num_envs, self.dt, device=device, seed=seed,
+                                     per_env_rng=per_env_rng)
+        self.sensors = {name: self.manager.add_sensor(opts, name=name) for name, opts in sensors.items()}
+        self.manager.build(template_state(self.sensors, inner_space, self.num_envs))
+        self.layout = ObservationLayout(self.manager, self.sensors, policy, critic, inner_space,
+                                        include_env_obs=critic_env_obs,
+                                        include_randomization=critic_randomization)
+        self.single_observation_space = self.layout.space
+        self.observation_space = batch_space(self.layout.space, self.num_envs)
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+
+    # -- gymnasium API -----------------------------------------------------------------------------------
+    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
+        mask = None
+        if options and "reset_mask" in options:
+            mask = _copy_mask(options["reset_mask"])  # the inner env pops it from `options`
+        obs, info = self.env.reset(seed=seed, options=options)
+        if seed is not None:
+            self.manager.seed(seed if isinstance(seed, int) else seed[0])
+        self.manager.reset(build_state(obs, info), envs_idx=mask)
+        if mask is None:
+            self._autoreset = self._autoreset & False
+        else:
+            self._autoreset = self._autoreset & ~_like(mask, self._autoreset)
+        return self._observation(obs), clean_info(info)
+
+    def step(self, actions: Any):
+        obs, rewards, terminations, truncations, info = self.env.step(actions)
+        state = build_state(obs, info)
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            # envs that finished last step return their reset observation now
+            prev = self._autoreset
+            skip = isinstance(prev, np.ndarray) and not prev.any()  # no device sync for torch masks
+            self.manager.step(state, reset_mask=None if skip else prev)
+            self._autoreset = _copy_mask(terminations | truncations)
+        elif self.autoreset_mode is AutoresetMode.SAME_STEP:
+            done = self._done(terminations, truncations)
+            if done.any():
+                info = self._same_step_boundary(obs, info, state, done)
+            else:
+                self.manager.step(state)
+        else:
+            self.manager.step(state)
+        return self._observation(obs), rewards, terminations, truncations, clean_info(info)
+
+    # -- internals -------------------------------------------------------------------------------------
+    @staticmethod
+    def _done(terminations: Any, truncations: Any) -> np.ndarray:
+        done = terminations | truncations
+        return done.detach().cpu().numpy().astype(bool) if torch.is_tensor(done) else np.asarray(done,
+                                                                                                 bool)
+
+    def _observation(self, obs: Any) -> dict[str, Any]:
+        env_flat = None
+        if self.layout.include_env_obs:
+            env_flat = flatten_env_obs(obs, self.num_envs, self.manager.device)
+        packed = self.layout.pack(env_flat)
+        if _is_torch(obs):
+            device = next(iter(obs.values())).device if isinstance(obs, Mapping) else obs.device
+            return {k: v.to(device) for k, v in packed.items()}
+        return {k: v.cpu().numpy() for k, v in packed.items()}
+
+    def _same_step_boundary(self, obs: Any, info: dict, state: dict, done: np.ndarray) -> dict:
+        """SAME_STEP: feed the terminal reading, export it as ``final_obs``, restart with the reset obs."""
+        final_obs = info.get("final_obs")
+        has_final = np.asarray(info.get("_final_obs", done), dtype=bool)
+        if torch.is_tensor(has_final):
+            has_final = has_final.cpu().numpy()
+        terminal_obs = self._terminal_obs(obs, final_obs, has_final)
+        terminal_state = build_state(terminal_obs, info)
+        final_info = info.get("final_info")
+        if isinstance(final_info, Mapping):
+            terminal_state = merge_rows(terminal_state, build_state(None, final_info), has_final)
+        self.manager.step(terminal_state)
+        terminal = self._observation(terminal_obs)
+        info = dict(info)
+        if isinstance(final_obs, np.ndarray) and final_obs.dtype == object:
+            rewritten = final_obs.copy()
+            for i in np.flatnonzero(has_final):
+                rewritten[i] = {k: v[i].copy() for k, v in terminal.items()}
+            info["final_obs"] = rewritten
+        else:  # a natively batched env: batched final observations with a `_final_obs` mask
+            info["final_obs"] = terminal
+        self.manager.reset(state, envs_idx=has_final)
+        return info
+
+    @staticmethod
+    def _terminal_obs(obs: Any, final_obs: Any, rows: np.ndarray) -> Any:
+        if isinstance(final_obs, np.ndarray) and final_obs.dtype == object:
+            if isinstance(obs, Mapping):
+                out = {k: np.array(v, copy=True) for k, v in obs.items()}
+                for i in np.flatnonzero(rows):
+                    for k in out:
+                        out[k][i] = final_obs[i][k]
+                return out
+            out = np.array(obs, copy=True)
+            for i in np.flatnonzero(rows):
+                out[i] = final_obs[i]
+            return out
+        if isinstance(obs, Mapping):
+            return {k: SensorObservation._terminal_obs(v, final_obs[k], rows) for k, v in obs.items()}
+        if torch.is_tensor(obs):
+            r = torch.as_tensor(rows, device=obs.device).view(-1, *([1] * (obs.dim() - 1)))
+            return torch.where(r, torch.as_tensor(final_obs, device=obs.device), obs)
+        out = np.array(obs, copy=True)
+        out[rows] = np.asarray(final_obs)[rows]
+        return out
+
+    # -- persistence -----------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The wrapper's sensor state: manager (rings, randomization, RNG) and autoreset bookkeeping."""
+        return {"manager": self.manager.state_dict(), "autoreset": _copy_mask(self._autoreset)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.manager.load_state_dict(state["manager"])
+        self._autoreset = _like(_copy_mask(state["autoreset"]), self._autoreset)
