@@ -3,6 +3,7 @@ template state used to build the manager before the first reset, and info cleani
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -53,22 +54,14 @@ def infer_dt(env: Any, dt: float | None) -> float:
         return float(dt)
     candidates = []
     base = getattr(env, "unwrapped", env)
-    try:
-        candidates.append(base.dt)
-    except Exception:  # noqa: BLE001 - any failure just means "not here"
-        pass
-    if not candidates and hasattr(base, "get_attr"):
-        try:
-            values = base.get_attr("dt")
-            if len(set(values)) == 1:
-                candidates.append(values[0])
-        except Exception:  # noqa: BLE001
-            pass
-    if not candidates and hasattr(env, "get_wrapper_attr"):
-        try:
-            candidates.append(env.get_wrapper_attr("dt"))
-        except Exception:  # noqa: BLE001
-            pass
+    probes = [lambda: base.dt]
+    if hasattr(base, "get_attr"):  # Sync/Async: ask the sub-envs
+        probes.append(lambda: _all_equal(base.get_attr("dt")))
+    if hasattr(env, "get_wrapper_attr"):
+        probes.append(lambda: env.get_wrapper_attr("dt"))
+    for probe in probes:
+        with contextlib.suppress(Exception):  # any failure just means "not here"
+            candidates.append(probe())
     meta = getattr(env, "metadata", {}) or {}
     if not candidates and "dt" in meta:
         candidates.append(meta["dt"])
@@ -79,6 +72,12 @@ def infer_dt(env: Any, dt: float | None) -> float:
         "dt: cannot infer the control step from the env (no `dt` attribute on the env or its sub-envs, "
         "no metadata['dt']). Fix: pass dt=<seconds per step>, e.g. dt=0.05."
     )
+
+
+def _all_equal(values: Sequence[Any]) -> Any:
+    if len(set(values)) != 1:
+        raise ValueError("sub-envs disagree")
+    return values[0]
 
 
 def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs: int) -> dict:

@@ -9,7 +9,7 @@ import numpy as np
 class RampEnv(gym.Env):
     """obs = [episode id, t, x]; x integrates the action; terminates with probability ``p_end``."""
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": []}  # noqa: RUF012 - gymnasium convention
     dt = 0.1
 
     def __init__(self, p_end: float = 0.15, max_steps: int = 25, dict_obs: bool = False) -> None:

@@ -47,7 +47,7 @@ def test_vector_equals_per_env_reference(mode):
     n_boundaries = 0
     for t in range(80):
         actions = rng.uniform(-1, 1, (B, 1)).astype(np.float32)
-        obs, rew, term, trunc, info = venv.step(actions)
+        obs, _, term, trunc, info = venv.step(actions)
         assert obs in venv.observation_space
         done = term | trunc
         for i in range(B):
