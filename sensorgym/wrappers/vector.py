@@ -149,10 +149,10 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         obs, rewards, terminations, truncations, info = self.env.step(actions)
         state = build_state(obs, info)
         if self.autoreset_mode is AutoresetMode.NEXT_STEP:
-            # envs that finished last step return their reset observation now
-            prev = self._autoreset
-            skip = isinstance(prev, np.ndarray) and not prev.any()  # no device sync for torch masks
-            self.manager.step(state, reset_mask=None if skip else prev)
+            # Envs that finished last step return their reset observation now. The mask is passed
+            # even when empty: the random stream then does not depend on whether anything reset (and a
+            # torch mask needs no device sync), so numpy and torch envs give the same numbers.
+            self.manager.step(state, reset_mask=self._autoreset)
             self._autoreset = _copy_mask(terminations | truncations)
         elif self.autoreset_mode is AutoresetMode.SAME_STEP:
             done = self._done(terminations, truncations)
