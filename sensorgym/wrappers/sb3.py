@@ -1,0 +1,236 @@
+"""Stable-Baselines3: a ``VecEnv`` adapter for Gymnasium vector envs and an asymmetric actor-critic.
+
+* :class:`SB3VecEnv` turns a Gymnasium ``VectorEnv`` in ``SAME_STEP`` or ``DISABLED`` autoreset mode
+  (e.g. a :class:`~sensorgym.wrappers.SensorObservation`) into an SB3 ``VecEnv``. Terminal observations
+  carry the whole Dict, ``"critic"`` included, so PPO bootstraps truncated episodes through the critic.
+* :class:`AsymmetricActorCriticPolicy`: the actor reads only the ``"policy"`` key(s), the critic reads
+  ``"policy"`` + ``"critic"``. Works with PPO and A2C, save/load, and ``VecNormalize(norm_obs_keys=...)``.
+
+Example:
+    >>> import gymnasium as gym, sensorgym as sg
+    >>> from stable_baselines3 import PPO
+    >>> from sensorgym.wrappers import make_sensor_vec
+    >>> from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+    >>> envs = make_sensor_vec("Pendulum-v1", 2, {
+    ...     "angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.02, delay=0.05)},
+    ...     autoreset_mode="SameStep", seed=0)
+    >>> model = PPO(AsymmetricActorCriticPolicy, SB3VecEnv(envs), n_steps=32, batch_size=32, seed=0)
+    >>> _ = model.learn(64)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv
+from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, create_mlp
+from stable_baselines3.common.vec_env import VecEnv
+from torch import nn
+
+__all__ = ["AsymmetricActorCriticPolicy", "KeysExtractor", "SB3VecEnv", "unbatch_info"]
+
+
+def _to_numpy(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {k: _to_numpy(v) for k, v in x.items()}
+    if torch.is_tensor(x):
+        return x.detach().cpu().numpy()
+    return x
+
+
+def unbatch_info(info: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """Env ``i``'s entries of a Gymnasium vector info dict, honouring the ``_key`` masks."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if key.startswith("_") or key in ("final_obs", "final_info"):
+            continue
+        mask = info.get("_" + key)
+        if mask is not None and not bool(mask[i]):
+            continue
+        if isinstance(value, Mapping):
+            out[key] = unbatch_info(value, i)
+        else:
+            item = value[i]
+            out[key] = item.item() if torch.is_tensor(item) and item.dim() == 0 else _to_numpy(item)
+    return out
+
+
+class SB3VecEnv(VecEnv):
+    """An SB3 ``VecEnv`` over a Gymnasium ``VectorEnv`` whose autoreset mode is SAME_STEP or DISABLED.
+
+    SAME_STEP: ``info["final_obs"]`` / ``info["final_info"]`` become ``terminal_observation`` and the
+    env's info. DISABLED: the adapter itself resets finished envs with ``reset_mask`` (one more call).
+    Torch observations are converted to numpy.
+    """
+
+    def __init__(self, venv: VectorEnv) -> None:
+        mode = AutoresetMode(venv.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+        if mode is AutoresetMode.NEXT_STEP:
+            raise ValueError(
+                "SB3VecEnv: the env resets in NEXT_STEP mode, but SB3 expects the reset observation in the "
+                "same step as the terminal one. Fix: build the vector env with "
+                "autoreset_mode=gym.vector.AutoresetMode.SAME_STEP (or DISABLED)."
+            )
+        self.venv = venv
+        self.mode = mode
+        self._actions: Any = None
+        super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
+
+    # -- VecEnv API ------------------------------------------------------------------------------------
+    def reset(self):
+        seeds = None if all(s is None for s in self._seeds) else [
+            s if s is not None else 0 for s in self._seeds]
+        options = self._options[0] if self._options and self._options[0] else None
+        obs, info = self.venv.reset(seed=seeds, options=options)
+        self.reset_infos = [unbatch_info(info, i) for i in range(self.num_envs)]
+        self._reset_seeds()
+        self._reset_options()
+        return _to_numpy(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self):
+        obs, rewards, terminations, truncations, info = self.venv.step(self._actions)
+        obs, rewards = _to_numpy(obs), _to_numpy(rewards)
+        term, trunc = np.asarray(_to_numpy(terminations), bool), np.asarray(_to_numpy(truncations), bool)
+        dones = term | trunc
+        infos = [unbatch_info(info, i) for i in range(self.num_envs)]
+        if dones.any():
+            if self.mode is AutoresetMode.SAME_STEP:
+                final_obs, final_info = info.get("final_obs"), info.get("final_info", {})
+                for i in np.flatnonzero(dones):
+                    infos[i] = unbatch_info(final_info, i) if final_info else infos[i]
+                    infos[i]["terminal_observation"] = self._row(final_obs, i)
+            else:  # DISABLED: keep the terminal observation, then reset the finished envs
+                for i in np.flatnonzero(dones):
+                    infos[i]["terminal_observation"] = self._row(obs, i)
+                reset_obs, reset_info = self.venv.reset(options={"reset_mask": dones.copy()})
+                obs = _to_numpy(reset_obs)
+                for i in np.flatnonzero(dones):
+                    self.reset_infos[i] = unbatch_info(reset_info, i)
+            for i in np.flatnonzero(dones):
+                infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
+        return obs, np.asarray(rewards, dtype=np.float32), dones, infos
+
+    @staticmethod
+    def _row(batch: Any, i: int) -> Any:
+        if isinstance(batch, np.ndarray) and batch.dtype == object:
+            return _to_numpy(batch[i])
+        if isinstance(batch, Mapping):
+            return {k: np.array(_to_numpy(v[i]), copy=True) for k, v in batch.items()}
+        return np.array(_to_numpy(batch[i]), copy=True)
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def _sub_envs(self) -> Any:
+        return self.venv.unwrapped
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        base = self._sub_envs()
+        if hasattr(base, "get_attr"):
+            values = list(base.get_attr(attr_name))
+        else:  # a natively batched env: one object for all envs
+            values = [getattr(base, attr_name, None)] * self.num_envs
+        return [values[i] for i in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        base = self._sub_envs()
+        if not hasattr(base, "set_attr"):
+            setattr(base, attr_name, value)
+            return
+        idx = list(self._get_indices(indices))
+        current = list(base.get_attr(attr_name))
+        for i in idx:
+            current[i] = value
+        base.set_attr(attr_name, current)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: Any = None,
+                   **method_kwargs: Any) -> list[Any]:
+        base = self._sub_envs()
+        results = list(base.call(method_name, *method_args, **method_kwargs))
+        return [results[i] for i in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+
+# -- asymmetric actor-critic ---------------------------------------------------------------------------
+class KeysExtractor(BaseFeaturesExtractor):
+    """Flatten and concatenate an ordered list of keys of a Dict observation."""
+
+    def __init__(self, observation_space: gym.spaces.Dict, keys: Sequence[str]) -> None:
+        missing = [k for k in keys if k not in observation_space.spaces]
+        if missing:
+            raise ValueError(f"KeysExtractor: keys {missing} are not in the observation space "
+                             f"{list(observation_space.spaces)}.")
+        dim = sum(get_flattened_obs_dim(observation_space[k]) for k in keys)
+        super().__init__(observation_space, features_dim=dim)
+        self.keys = tuple(keys)
+
+    def forward(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.cat([torch.flatten(observations[k], start_dim=1) for k in self.keys], dim=1)
+
+
+class _TwoInputMlp(nn.Module):
+    """``MlpExtractor``'s interface with separate input sizes for the actor and the critic."""
+
+    def __init__(self, pi_dim: int, vf_dim: int, net_arch: dict[str, list[int]],
+                 activation_fn: type[nn.Module], device: torch.device | str) -> None:
+        super().__init__()
+        pi, vf = net_arch.get("pi", []), net_arch.get("vf", [])
+        self.policy_net = nn.Sequential(*create_mlp(pi_dim, -1, pi, activation_fn)).to(device)
+        self.value_net = nn.Sequential(*create_mlp(vf_dim, -1, vf, activation_fn)).to(device)
+        self.latent_dim_pi = pi[-1] if pi else pi_dim
+        self.latent_dim_vf = vf[-1] if vf else vf_dim
+
+    def forward(self, features: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.forward_actor(features[0]), self.forward_critic(features[1])
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        return self.policy_net(features)
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        return self.value_net(features)
+
+
+class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
+    """Actor-critic policy whose actor sees ``actor_keys`` and whose critic sees ``critic_keys``.
+
+    Args:
+        actor_keys: observation keys the actor reads (default ``("policy",)``).
+        critic_keys: observation keys the critic reads (default ``("policy", "critic")``).
+        Other arguments are those of SB3's ``MultiInputActorCriticPolicy`` (``net_arch`` may be a list or
+        ``dict(pi=[...], vf=[...])``); the features extractor is never shared.
+
+    Example: see the module docstring.
+    """
+
+    def __init__(self, observation_space: gym.spaces.Dict, action_space: gym.spaces.Space, lr_schedule: Any,
+                 *args: Any, actor_keys: Sequence[str] = ("policy",),
+                 critic_keys: Sequence[str] = ("policy", "critic"), **kwargs: Any) -> None:
+        self.actor_keys, self.critic_keys = tuple(actor_keys), tuple(critic_keys)
+        kwargs["share_features_extractor"] = False
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        # Runs first in _build(), before orthogonal init and the optimizer: both then see these modules.
+        self.pi_features_extractor = KeysExtractor(self.observation_space, self.actor_keys)
+        self.vf_features_extractor = KeysExtractor(self.observation_space, self.critic_keys)
+        self.features_extractor = self.pi_features_extractor
+        arch = self.net_arch if isinstance(self.net_arch, dict) else dict(pi=self.net_arch, vf=self.net_arch)
+        self.mlp_extractor = _TwoInputMlp(self.pi_features_extractor.features_dim,
+                                          self.vf_features_extractor.features_dim, arch,
+                                          self.activation_fn, self.device)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(actor_keys=self.actor_keys, critic_keys=self.critic_keys)
+        return data
