@@ -9,16 +9,16 @@ import pytest
 import torch
 
 pytest.importorskip("stable_baselines3")
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv  # noqa: E402
-from stable_baselines3 import A2C, PPO  # noqa: E402
-from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+from stable_baselines3 import A2C, PPO
+from stable_baselines3.common.vec_env import VecNormalize
 
-import sensorgym as sg  # noqa: E402
-from sensorgym.envs import BatchedPendulumEnv  # noqa: E402
-from sensorgym.wrappers import SensorObservation, make_sensor_vec  # noqa: E402
-from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv  # noqa: E402
+import sensorgym as sg
+from sensorgym.envs import BatchedPendulumEnv
+from sensorgym.wrappers import SensorObservation, make_sensor_vec
+from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 
-from .envs import RampEnv  # noqa: E402
+from .envs import RampEnv
 
 SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.05, delay=0.05,
                                           history_length=2)}

@@ -1,0 +1,155 @@
+"""rsl_rl, skrl and rl_games adapters: each runs one rollout and one update with the real library,
+and its critic really receives the ``"critic"`` part."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import sensorgym as sg
+from sensorgym.envs import BatchedPendulumEnv
+from sensorgym.wrappers import SensorObservation, make_sensor_vec
+
+SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.02, delay=0.05,
+                                          history_length=2)}
+N = 8
+
+
+def _torch_env():
+    return SensorObservation(BatchedPendulumEnv(N, autoreset_mode="SameStep", max_episode_steps=12),
+                             SENSORS, seed=0)
+
+
+def _param_snapshot(module: nn.Module) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def _changed(before: list[torch.Tensor], module: nn.Module) -> bool:
+    return any(not torch.equal(a, b) for a, b in zip(before, module.parameters(), strict=True))
+
+
+def test_rsl_rl_runner_one_iteration():
+    pytest.importorskip("rsl_rl")
+    from rsl_rl.runners import OnPolicyRunner
+
+    from sensorgym.wrappers.rsl_rl import OBS_GROUPS, RslRlVecEnv
+
+    env = RslRlVecEnv(_torch_env())
+    cfg = {
+        "num_steps_per_env": 16, "save_interval": 1000, "obs_groups": dict(OBS_GROUPS),
+        "algorithm": {"class_name": "PPO", "num_learning_epochs": 1, "num_mini_batches": 2},
+        "actor": {"class_name": "MLPModel", "hidden_dims": [32],
+                  "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0}},
+        "critic": {"class_name": "MLPModel", "hidden_dims": [32]},
+    }
+    runner = OnPolicyRunner(env, cfg, log_dir=None, device="cpu")
+    critic = runner.alg.critic
+    assert critic.mlp[0].in_features == 4 + 2 + 3  # policy (2 x history 2) + critic (GT 2 + env obs 3)
+    assert runner.alg.actor.mlp[0].in_features == 4
+    before = _param_snapshot(critic)
+    runner.learn(1)
+    assert _changed(before, critic)
+    # rsl_rl also works from a CPU numpy env (Sync vector env)
+    numpy_env = RslRlVecEnv(make_sensor_vec("Pendulum-v1", 2, SENSORS, autoreset_mode="SameStep", seed=0))
+    OnPolicyRunner(numpy_env, cfg, log_dir=None, device="cpu").learn(1)
+
+
+def test_skrl_ppo_uses_states_for_the_critic():
+    pytest.importorskip("skrl")
+    from skrl.agents.torch.ppo import PPO, PPO_CFG
+    from skrl.memories.torch import RandomMemory
+    from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
+    from skrl.trainers.torch import SequentialTrainer
+
+    from sensorgym.wrappers.skrl import SkrlWrapper
+
+    env = SkrlWrapper(_torch_env())
+    seen_states = []
+
+    class Policy(GaussianMixin, Model):
+        def __init__(self):
+            Model.__init__(self, observation_space=env.observation_space, state_space=env.state_space,
+                           action_space=env.action_space, device="cpu")
+            GaussianMixin.__init__(self)
+            self.net = nn.Sequential(nn.Linear(self.num_observations, 32), nn.Tanh(),
+                                     nn.Linear(32, self.num_actions))
+            self.log_std = nn.Parameter(torch.zeros(self.num_actions))
+
+        def compute(self, inputs, role=""):
+            return self.net(inputs["observations"]), {"log_std": self.log_std}
+
+    class Value(DeterministicMixin, Model):
+        def __init__(self):
+            Model.__init__(self, observation_space=env.observation_space, state_space=env.state_space,
+                           action_space=env.action_space, device="cpu")
+            DeterministicMixin.__init__(self)
+            self.net = nn.Sequential(nn.Linear(self.num_observations + self.num_states, 32), nn.Tanh(),
+                                     nn.Linear(32, 1))
+
+        def compute(self, inputs, role=""):
+            seen_states.append(inputs["states"].shape)
+            return self.net(torch.cat([inputs["observations"], inputs["states"]], dim=1)), {}
+
+    models = {"policy": Policy(), "value": Value()}
+    cfg = PPO_CFG(rollouts=16, learning_epochs=1, mini_batches=2)
+    agent = PPO(models=models, memory=RandomMemory(memory_size=16, num_envs=N, device="cpu"),
+                observation_space=env.observation_space, state_space=env.state_space,
+                action_space=env.action_space, device="cpu", cfg=cfg)
+    before = _param_snapshot(models["value"])
+    trainer = SequentialTrainer(env=env, agents=agent, cfg={"timesteps": 16, "headless": True,
+                                                             "disable_progressbar": True,
+                                                             "close_environment_at_exit": False})
+    trainer.train()
+    assert _changed(before, models["value"])
+    assert torch.Size([N, 5]) in seen_states or any(s[-1] == 5 for s in seen_states)
+
+
+def test_rl_games_central_value_one_epoch(tmp_path):
+    pytest.importorskip("rl_games")
+    from rl_games.algos_torch.a2c_continuous import A2CAgent
+    from rl_games.common import tr_helpers
+    from rl_games.common.algo_observer import DefaultAlgoObserver
+
+    from sensorgym.wrappers.rl_games import RlGamesVecEnv
+
+    env = RlGamesVecEnv(_torch_env())
+    mlp = {"units": [32], "activation": "elu", "initializer": {"name": "default"}}
+    params = {
+        "seed": 0,
+        "algo": {"name": "a2c_continuous"},
+        "model": {"name": "continuous_a2c_logstd"},
+        "network": {
+            "name": "actor_critic", "separate": False,
+            "space": {"continuous": {"mu_activation": "None", "sigma_activation": "None",
+                                     "mu_init": {"name": "default"},
+                                     "sigma_init": {"name": "const_initializer", "val": 0},
+                                     "fixed_sigma": True}},
+            "mlp": mlp,
+        },
+        "config": {
+            "name": "sensorgym_test", "env_name": "sensorgym", "env_info": env.get_env_info(),
+            "vec_env": env, "num_actors": N, "device": "cpu", "ppo": True, "value_bootstrap": True,
+            "reward_shaper": tr_helpers.DefaultRewardsShaper(),
+            "normalize_advantage": True, "normalize_input": False, "normalize_value": False,
+            "gamma": 0.99, "tau": 0.95, "learning_rate": 3e-4, "lr_schedule": "identity",
+            "kl_threshold": 0.008, "score_to_win": 1e9, "max_epochs": 1, "save_best_after": 1000,
+            "save_frequency": 0, "grad_norm": 1.0, "entropy_coef": 0.0, "truncate_grads": True,
+            "e_clip": 0.2, "horizon_length": 16, "minibatch_size": 64, "mini_epochs": 1,
+            "critic_coef": 1.0, "clip_value": False, "bounds_loss_coef": 0.0, "print_stats": False,
+            "train_dir": str(tmp_path), "full_experiment_name": "run",
+            "features": {"observer": DefaultAlgoObserver()},
+            "central_value_config": {
+                "minibatch_size": 64, "mini_epochs": 1, "learning_rate": 3e-4, "clip_value": False,
+                "normalize_input": False, "truncate_grads": False, "kl_threshold": 0.008,
+                "network": {"name": "actor_critic", "central_value": True, "mlp": mlp},
+            },
+        },
+    }
+    agent = A2CAgent(base_name="run", params=params)
+    cv = agent.central_value_net
+    first = next(m for m in cv.model.modules() if isinstance(m, nn.Linear))
+    assert first.in_features == 5  # the critic part: GT (2) + env obs (3)
+    before = _param_snapshot(cv)
+    agent.train()
+    assert _changed(before, cv)
