@@ -47,7 +47,7 @@ class RlGamesVecEnv(IVecEnv):
 
     def step(self, actions: Any):
         a = actions if torch.is_tensor(actions) else torch.as_tensor(actions)
-        obs, rewards, term, trunc, info = self._stepper.step(a.reshape(self.venv.num_envs, -1))
+        obs, rewards, term, trunc, _ = self._stepper.step(a.reshape(self.venv.num_envs, -1))
         infos = {"time_outs": trunc & ~term}
         return self._split(obs), rewards, (term | trunc), infos
 
