@@ -31,6 +31,22 @@ from .storage import ClassStorage, DtypeGroup
 __all__ = ["SensorManager"]
 
 
+def _known_empty(envs: Any) -> bool:
+    """True when ``envs`` (a mask or indices) selects no env and saying so costs no device sync.
+
+    Masks on the host are checked; a mask on an accelerator is passed on untouched, so the step stays
+    free of host-device synchronisation (the masked work then simply selects nothing).
+    """
+    if envs is None:
+        return True
+    if torch.is_tensor(envs):
+        if envs.device.type != "cpu":
+            return False
+        return not bool(envs.any()) if envs.dtype == torch.bool else envs.numel() == 0
+    arr = np.asarray(envs)
+    return not arr.any() if arr.dtype == bool else arr.size == 0
+
+
 class SensorManager:
     """Batched sensors for ``num_envs`` parallel environments stepped every ``dt`` seconds.
 
@@ -187,6 +203,8 @@ class SensorManager:
             self.build(state)
         mask = self._to_mask(envs_idx, "envs_idx")
         self._check_state(state)
+        if envs_idx is not None and _known_empty(envs_idx):
+            return  # nothing to reset (checked on the host: no device sync)
         self._capture(state, mask, advancing=False)
 
     def step(self, state: Any, reset_mask: Any = None) -> None:
@@ -198,7 +216,7 @@ class SensorManager:
                 "step() before reset(): the manager captures the first snapshot of each episode at "
                 "reset. Fix: call mgr.reset(state) once before stepping."
             )
-        mask = None if reset_mask is None else self._to_mask(reset_mask, "reset_mask")
+        mask = None if _known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
         self._check_state(state)
         self.clock.tick()
         self._capture(state, mask, advancing=True)

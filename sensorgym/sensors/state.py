@@ -154,7 +154,16 @@ class StateSensor(SimpleSensor):
             if o.index is not None:
                 if t.dim() == 1:
                     t = t[:, None]
-                if s._index_t is None or s._index_t.device != t.device:
-                    s._index_t = torch.tensor(o.index, dtype=torch.long, device=t.device)
-                t = t.index_select(-1, s._index_t)
+                t = s._select(t)
             raw[:, s.cache_slice].copy_(t.reshape(b, -1))
+
+    def _select(self, t: torch.Tensor) -> torch.Tensor:
+        """``t[..., index]``: a view when the index is a contiguous ascending range."""
+        idx = self.options.index
+        n = t.shape[-1]
+        first = idx[0] % n
+        if all((i % n) == first + k for k, i in enumerate(idx)):
+            return t[..., first:first + len(idx)]
+        if self._index_t is None or self._index_t.device != t.device:
+            self._index_t = torch.tensor(idx, dtype=torch.long, device=t.device)
+        return t.index_select(-1, self._index_t)
