@@ -1,0 +1,13 @@
+"""pytest configuration: skip the doctests of modules whose optional dependency is not installed."""
+
+import importlib.util
+
+_OPTIONAL = {
+    "sensorgym/wrappers/sb3.py": "stable_baselines3",
+    "sensorgym/training.py": "stable_baselines3",
+    "sensorgym/wrappers/rsl_rl.py": "rsl_rl",
+    "sensorgym/wrappers/skrl.py": "skrl",
+    "sensorgym/wrappers/rl_games.py": "rl_games",
+}
+
+collect_ignore = [path for path, dep in _OPTIONAL.items() if importlib.util.find_spec(dep) is None]
