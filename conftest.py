@@ -1,6 +1,10 @@
 """pytest configuration: skip the doctests of modules whose optional dependency is not installed."""
 
 import importlib.util
+import os
+
+# headless rendering for the camera sensors; must be set before mujoco is first imported
+os.environ.setdefault("MUJOCO_GL", "egl")
 
 _OPTIONAL = {
     "sensorgym/wrappers/sb3.py": "stable_baselines3",

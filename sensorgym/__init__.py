@@ -19,15 +19,15 @@ from .metadata import SensorMetadata
 from .options import SensorOptions, SimpleSensorOptions
 from .randomization import Choice, Distribution, LogUniform, Normal, Uniform
 from .sensor import Sensor, SimpleSensor
-from .sensors import EnvAttributeOptions, EnvAttributeSensor, StateSensor, StateSensorOptions
+from .sensors import *  # noqa: F403 - the catalog
+from .sensors import __all__ as _catalog
 
 __version__ = "0.1.0"
 
 __all__ = [
+    *_catalog,
     "Choice",
     "Distribution",
-    "EnvAttributeOptions",
-    "EnvAttributeSensor",
     "LogUniform",
     "Normal",
     "Sensor",
@@ -36,7 +36,5 @@ __all__ = [
     "SensorOptions",
     "SimpleSensor",
     "SimpleSensorOptions",
-    "StateSensor",
-    "StateSensorOptions",
     "Uniform",
 ]

@@ -2,14 +2,21 @@
 
 * ``sensorgym/BatchedPendulum-v0``: :class:`BatchedPendulumEnv`, a natively batched torch pendulum
   (``gym.make_vec("sensorgym/BatchedPendulum-v0", num_envs=..., vectorization_mode="vector_entry_point")``).
+* ``sensorgym/AntSensors-v0``: ``Ant-v5`` whose policy sees only an IMU, foot contacts and joint encoders
+  (:mod:`sensorgym.envs.ant`); ``gym.make`` for one env, ``gym.make_vec`` for a batch.
 """
 
 import gymnasium as gym
 
+from .ant import ant_sensors
 from .batched_pendulum import BatchedPendulumEnv
+from .registry import register_sensor_env
 
-__all__ = ["BatchedPendulumEnv"]
+__all__ = ["BatchedPendulumEnv", "ant_sensors", "register_sensor_env"]
 
 if "sensorgym/BatchedPendulum-v0" not in gym.registry:
     gym.register("sensorgym/BatchedPendulum-v0",
                  vector_entry_point="sensorgym.envs.batched_pendulum:BatchedPendulumEnv")
+
+register_sensor_env("sensorgym/AntSensors-v0", "Ant-v5", ant_sensors,
+                    policy=["imu", "foot_0", "foot_1", "foot_2", "foot_3", "encoders"])

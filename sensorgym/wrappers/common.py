@@ -110,6 +110,10 @@ def extract_state(env: gym.Env, sensors: Mapping[str, SensorOptions]) -> dict[st
     by_class: dict[type, list[SensorOptions]] = {}
     for opts in sensors.values():
         by_class.setdefault(Sensor.registered_class(type(opts)), []).append(opts)
+    # bring the simulator's derived state up to date once, whatever number of classes need it
+    prepares = {getattr(cls, "_prepare_extraction", None) for cls in by_class} - {None}
+    for prepare in prepares:
+        prepare(env)
     out: dict[str, np.ndarray] = {}
     for cls, opts in by_class.items():
         out.update(cls._extract_state(env, opts))

@@ -1,0 +1,39 @@
+"""The Ant (``Ant-v5``) observed the way a real quadruped sees itself: an IMU on the torso, a contact
+switch per foot and joint encoders. The policy gets only those measured readings; the critic gets their
+ground truth and the full simulator observation (105 values).
+
+Registered as ``sensorgym/AntSensors-v0`` (``gym.make`` for one env, ``gym.make_vec`` for a batch).
+
+Example:
+    >>> import gymnasium as gym, sensorgym.envs
+    >>> env = gym.make("sensorgym/AntSensors-v0")
+    >>> obs, _ = env.reset(seed=0)
+    >>> obs["policy"].shape, obs["critic"].shape  # 9 IMU + 4 feet + 8 encoders; GT (21) + env obs (105)
+    ((21,), (126,))
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..randomization import Normal, Uniform
+from ..sensors import ContactOptions, IMUOptions, JointEncoderOptions
+
+__all__ = ["ANT_FEET", "ANT_JOINTS", "ant_sensors"]
+
+ANT_FEET = ("left_ankle_geom", "right_ankle_geom", "third_ankle_geom", "fourth_ankle_geom")
+ANT_JOINTS = ("hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3", "hip_4", "ankle_4")
+
+
+def ant_sensors() -> dict:
+    """IMU + 4 foot contacts + 8 joint encoders, with realistic imperfections (dt = 0.05 s)."""
+    sensors = {
+        "imu": IMUOptions(body="torso", acc_noise=0.1, gyro_noise=0.02, mag_noise=0.01,
+                          gyro_bias=Normal(0.0, 0.01), acc_random_walk=0.002,
+                          gyro_cross_axis_coupling=0.01, delay=Uniform(0.0, 0.05)),
+    }
+    for i, geom in enumerate(ANT_FEET):
+        sensors[f"foot_{i}"] = ContactOptions(geom=geom, exclude_bodies=("torso",), noise=0.1, delay=0.05)
+    sensors["encoders"] = JointEncoderOptions(joints=ANT_JOINTS, resolution=2 * math.pi / 4096,
+                                              noise=0.002)
+    return sensors

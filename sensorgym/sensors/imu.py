@@ -1,0 +1,192 @@
+"""``IMUSensor``: accelerometer (specific force), gyroscope and magnetometer on a MuJoCo body.
+
+Returns a NamedTuple ``IMUReading(lin_acc (B, 3), ang_vel (B, 3), mag (B, 3))`` in the sensor frame:
+the body frame moved by ``pos_offset`` and rotated by ``euler_offset`` (degrees, xyz). The accelerometer
+reads specific force, so an IMU at rest reads ``+g`` pointing up and one in free fall reads zero. The
+magnetometer reads the world field ``magnetic_field`` in the sensor frame. Per-axis cross-axis coupling
+(misalignment) matrices are the sensor's response (``_apply_transform``, both branches); every
+imperfection can be given per field (``acc_noise``, ``gyro_bias``, ``mag_resolution``, ...).
+
+Example:
+    >>> import sensorgym as sg
+    >>> o = sg.IMUOptions(body="torso", acc_noise=0.05, gyro_noise=0.01, gyro_cross_axis_coupling=0.02)
+    >>> o.noise[:3], o.noise[3:6]
+    ((0.05, 0.05, 0.05), (0.01, 0.01, 0.01))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from ..options import option_error
+from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, name_to_id
+
+__all__ = ["IMUOptions", "IMUReading", "IMUSensor", "coupling_matrix", "euler_to_matrix"]
+
+FIELDS = ("acc", "gyro", "mag")
+IMPERFECTIONS = ("noise", "bias", "random_walk", "resolution")
+
+
+class IMUReading(NamedTuple):
+    lin_acc: torch.Tensor
+    ang_vel: torch.Tensor
+    mag: torch.Tensor
+
+
+def euler_to_matrix(euler_deg: Any) -> np.ndarray:
+    """Rotation matrix of intrinsic x-y-z Euler angles in degrees."""
+    ax, ay, az = (math.radians(float(a)) for a in euler_deg)
+    cx, sx, cy, sy, cz, sz = math.cos(ax), math.sin(ax), math.cos(ay), math.sin(ay), math.cos(az), math.sin(az)
+    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return rx @ ry @ rz
+
+
+def coupling_matrix(value: Any, what: str) -> np.ndarray:
+    """Cross-axis coupling: a scalar (all off-diagonals), 3 values (xy, xz, yz pairs) or a 3x3 matrix."""
+    v = np.asarray(value, dtype=np.float64)
+    if v.shape == ():
+        return np.eye(3) + float(v) * (np.ones((3, 3)) - np.eye(3))
+    if v.shape == (3,):
+        m = np.eye(3)
+        m[0, 1] = m[1, 0] = v[0]
+        m[0, 2] = m[2, 0] = v[1]
+        m[1, 2] = m[2, 1] = v[2]
+        return m
+    if v.shape == (3, 3):
+        return v.copy()
+    raise ValueError(f"{what}={value!r}: expected a scalar, 3 values (xy, xz, yz) or a 3x3 matrix.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class IMUOptions(MujocoSensorOptions):
+    """Options of :class:`IMUSensor`.
+
+    Args:
+        body: the body the IMU is mounted on.
+        pos_offset: mount position in the body frame (m).
+        euler_offset: mount rotation relative to the body frame (degrees, intrinsic xyz).
+        magnetic_field: world magnetic field the magnetometer reads (any unit).
+        acc_cross_axis_coupling, gyro_cross_axis_coupling, mag_cross_axis_coupling: per-field coupling:
+            a scalar, (xy, xz, yz) or a 3x3 matrix applied to the true vector.
+        acc_noise, gyro_noise, mag_noise, ... (also ``_bias``, ``_random_walk``, ``_resolution``): per-field
+            imperfections (a scalar, 3 values or a distribution); they override the matching components of
+            ``noise``/``bias``/``random_walk``/``resolution`` (9 components: acc, gyro, mag).
+
+    Example: see the module docstring.
+    """
+
+    body: str
+    pos_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    euler_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    magnetic_field: tuple[float, float, float] = (0.0, 0.2, -0.45)
+    acc_cross_axis_coupling: Any = 0.0
+    gyro_cross_axis_coupling: Any = 0.0
+    mag_cross_axis_coupling: Any = 0.0
+    acc_noise: Any = None
+    gyro_noise: Any = None
+    mag_noise: Any = None
+    acc_bias: Any = None
+    gyro_bias: Any = None
+    mag_bias: Any = None
+    acc_random_walk: Any = None
+    gyro_random_walk: Any = None
+    mag_random_walk: Any = None
+    acc_resolution: Any = None
+    gyro_resolution: Any = None
+    mag_resolution: Any = None
+
+    def _validate(self) -> None:
+        if not isinstance(self.body, str) or not self.body:
+            raise TypeError(f"IMUOptions.body={self.body!r} is invalid: expected a body name. Fix: pass "
+                            "body='torso'.")
+        for name in ("pos_offset", "euler_offset", "magnetic_field"):
+            v = getattr(self, name)
+            if np.shape(v) != (3,) or not np.all(np.isfinite(np.asarray(v, dtype=float))):
+                raise option_error("IMUOptions", name, v, "expected 3 finite numbers", f"pass {name}=(x, y, z)")
+            object.__setattr__(self, name, tuple(float(x) for x in v))
+        for f in FIELDS:
+            name = f"{f}_cross_axis_coupling"
+            coupling_matrix(getattr(self, name), f"IMUOptions.{name}")
+        for kind in IMPERFECTIONS:
+            merged = self._merge_fields(kind)
+            if merged is not None:
+                object.__setattr__(self, kind, merged)
+        super()._validate()
+
+    def _merge_fields(self, kind: str) -> tuple | None:
+        per_field = {f: getattr(self, f"{f}_{kind}") for f in FIELDS}
+        if all(v is None for v in per_field.values()):
+            return None
+        base = getattr(self, kind)
+        if isinstance(base, (tuple, list)):
+            if len(base) not in (1, 9):
+                raise option_error("IMUOptions", kind, base, "an IMU has 9 components (acc, gyro, mag)",
+                                   "give 1 or 9 values, or use the per-field options")
+            base = tuple(base) * (9 if len(base) == 1 else 1)
+        else:
+            base = (base,) * 9
+        out = list(base)
+        for i, f in enumerate(FIELDS):
+            v = per_field[f]
+            if v is None:
+                continue
+            vals = tuple(v) if isinstance(v, (tuple, list, np.ndarray)) else (v,) * 3
+            if len(vals) != 3:
+                raise option_error("IMUOptions", f"{f}_{kind}", v, "expected a scalar, a distribution or 3 "
+                                   "values", f"pass {f}_{kind}=0.01 or (x, y, z)")
+            out[3 * i:3 * i + 3] = vals
+        return tuple(out)
+
+
+class IMUSensor(MujocoSensor):
+    """Accelerometer + gyroscope + magnetometer; see the module docstring."""
+
+    options_cls = IMUOptions
+    return_type = IMUReading
+
+    def _get_return_format(self) -> tuple:
+        return ((3,), (3,), (3,))
+
+    @classmethod
+    def _measure(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
+        import mujoco
+
+        def build():
+            body = name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, o.body, "IMUOptions.body")
+            return body, euler_to_matrix(o.euler_offset), np.asarray(o.pos_offset), np.asarray(o.magnetic_field)
+
+        body, r_mount, r, field = cached(model, ("imu", o), build)
+        vel, acc = np.zeros(6), np.zeros(6)
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, body, vel, 1)
+        mujoco.mj_objectAcceleration(model, data, mujoco.mjtObj.mjOBJ_BODY, body, acc, 1)
+        w, alpha, a = vel[:3], acc[:3], acc[3:]  # body frame, at the body origin
+        a_point = a + np.cross(alpha, r) + np.cross(w, np.cross(w, r))
+        mag = data.xmat[body].reshape(3, 3).T @ field
+        return np.concatenate([r_mount.T @ a_point, r_mount.T @ w, r_mount.T @ mag])
+
+    @classmethod
+    def _coupling(cls, md: Any) -> torch.Tensor | None:
+        """``(n_sensors, 3 fields, 3, 3)`` coupling matrices, or None when all are identity."""
+        if "coupling" not in md.constants:
+            mats = np.stack([np.stack([coupling_matrix(getattr(s.options, f"{f}_cross_axis_coupling"), f)
+                                       for f in FIELDS]) for s in md.sensors])
+            ident = np.allclose(mats, np.eye(3))
+            md.constants["coupling"] = None if ident else torch.tensor(mats, dtype=torch.float32,
+                                                                       device=md.device)
+        return md.constants["coupling"]
+
+    @classmethod
+    def _apply_transform(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> None:
+        c = cls._coupling(md)
+        if c is None:
+            return
+        b, n = data.shape[0], len(md.sensors)
+        x = data.reshape(b, n, 3, 3, 1)  # (env, sensor, field, axis, 1)
+        data.copy_(torch.matmul(c, x).reshape(b, -1))

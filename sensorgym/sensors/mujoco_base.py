@@ -1,0 +1,138 @@
+"""Base of the MuJoCo sensor catalog: measure inside the sub-env, copy batched in the manager.
+
+A catalog sensor measures its raw physical value from ``MjModel``/``MjData`` inside each sub-env
+(``_measure``, run by :class:`~sensorgym.wrappers.SimStateExtractor`, inside Async workers too) and
+passes a small numpy array through ``info``. The manager-side hooks only read batched tensors, so one
+sensor class serves Sync, Async and single envs alike. Before any sensor measures, the derived fields of
+``MjData`` are brought up to date once per step (``mj_forward`` + ``mj_rnePostConstraint``): after
+``mj_step`` they describe the last sub-step's intermediate state, not the current one.
+
+Example:
+    >>> import gymnasium as gym, sensorgym as sg
+    >>> from sensorgym.sensors.mujoco_base import state_key
+    >>> state_key(sg.JointEncoderOptions(joints=["hip_1"])).startswith("mj.JointEncoderOptions.")
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ..options import SimpleSensorOptions
+from ..sensor import SimpleSensor
+
+__all__ = ["MujocoSensor", "MujocoSensorOptions", "mj_handles", "name_to_id", "state_key", "sync_mjdata"]
+
+_CACHE: dict[tuple[int, Any, str], Any] = {}
+
+
+def mj_handles(env: Any) -> tuple[Any, Any]:
+    """``(MjModel, MjData)`` of a Gymnasium MuJoCo env (or anything with ``.unwrapped.model/.data``)."""
+    base = getattr(env, "unwrapped", env)
+    model, data = getattr(base, "model", None), getattr(base, "data", None)
+    if model is None or data is None or not hasattr(data, "qpos"):
+        raise TypeError(f"{type(base).__name__} is not a MuJoCo env: the catalog sensors need "
+                        "env.unwrapped.model and env.unwrapped.data (gymnasium MujocoEnv or the sensorgym "
+                        "reference envs).")
+    return model, data
+
+
+def sync_mjdata(env: Any) -> None:
+    """Recompute positions, velocities, accelerations and contact forces from ``qpos``/``qvel``."""
+    import mujoco
+
+    model, data = mj_handles(env)
+    mujoco.mj_forward(model, data)
+    mujoco.mj_rnePostConstraint(model, data)
+
+
+def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
+    import mujoco
+
+    idx = mujoco.mj_name2id(model, objtype, name)
+    if idx < 0:
+        n = {mujoco.mjtObj.mjOBJ_BODY: model.nbody, mujoco.mjtObj.mjOBJ_GEOM: model.ngeom,
+             mujoco.mjtObj.mjOBJ_JOINT: model.njnt, mujoco.mjtObj.mjOBJ_CAMERA: model.ncam}.get(objtype, 0)
+        names = [mujoco.mj_id2name(model, objtype, i) for i in range(n)]
+        raise ValueError(f"{what}={name!r}: no such name in the model; available: "
+                         f"{[x for x in names if x]}.")
+    return idx
+
+
+def cached(model: Any, key: Any, build: Any) -> Any:
+    """Per-model cache of what a sensor derives from its options (ids, index arrays)."""
+    k = (id(model), key)
+    if k not in _CACHE:
+        _CACHE[k] = build()
+    return _CACHE[k]
+
+
+def state_key(options: Any) -> str:
+    """The state key under which a sensor's measurement travels (stable across processes)."""
+    digest = hashlib.sha1(repr(options).encode()).hexdigest()[:12]
+    return f"mj.{type(options).__name__}.{digest}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MujocoSensorOptions(SimpleSensorOptions):
+    """Base options of the MuJoCo catalog (time options and hardware imperfections)."""
+
+
+class MujocoSensor(SimpleSensor):
+    """Base class: subclasses implement ``_measure(model, data, options) -> np.ndarray`` (flat, the
+    intermediate size) and the shape accessors.
+
+    Example: see :class:`~sensorgym.IMUSensor` and the other catalog sensors.
+    """
+
+    options_cls: ClassVar[type] = MujocoSensorOptions
+
+    @staticmethod
+    def _prepare_extraction(env: Any) -> None:
+        sync_mjdata(env)
+
+    @classmethod
+    def _measure(cls, model: Any, data: Any, options: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    @classmethod
+    def _extract_state(cls, env: Any, options: list) -> dict[str, np.ndarray]:
+        model, data = mj_handles(env)
+        return {state_key(o): np.asarray(cls._measure(model, data, o), dtype=np.float32).reshape(-1)
+                for o in options}
+
+    @classmethod
+    def _get_cache_dtype(cls) -> torch.dtype:
+        return torch.float32
+
+    @property
+    def state_key(self) -> str:
+        return state_key(self.options)
+
+    @classmethod
+    def _check_state(cls, state: Any, md: Any) -> None:
+        for s in md.sensors:
+            key = s.state_key
+            if key not in state:
+                raise ValueError(
+                    f"sensor {s.name!r} ({cls.__name__}) has no measurement in the state: its data is "
+                    "computed inside each sub-env. Fix: build the env with make_sensor_vec(...) or add "
+                    "SimStateExtractor(env, sensors) to every sub-env (gym.make_vec(..., wrappers=[...]))."
+                )
+            width = s.cache_slice.stop - s.cache_slice.start
+            shape = tuple(np.shape(state[key]))
+            if len(shape) != 2 or shape[0] != md.num_envs or shape[1] != width:
+                raise ValueError(f"sensor {s.name!r}: measurement of shape {shape}, expected "
+                                 f"({md.num_envs}, {width}).")
+
+    @classmethod
+    def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
+        for s in md.sensors:
+            src = state[s.state_key]
+            t = src if torch.is_tensor(src) else torch.from_numpy(np.asarray(src))
+            raw[:, s.cache_slice].copy_(t)
