@@ -102,6 +102,7 @@ def run(sizes, device: torch.device, min_time: float) -> list[dict]:
         normals = torch.empty(2, b, 3 * 4, device=device)  # noise + random walk of the IMU class
         uniforms = torch.empty(2, b, 4, device=device)  # jitter of the IMU class
         gen = torch.Generator(device=device)
+
         def draw(n=normals, u=uniforms, g=gen):
             n.normal_(generator=g)
             u.uniform_(generator=g)
@@ -113,9 +114,11 @@ def run(sizes, device: torch.device, min_time: float) -> list[dict]:
 
 
 def table(rows, device: torch.device) -> str:
-    head = ("| B | sensorgym steps/s | sensorgym µs/step | baseline µs/step | speed-up vs baseline | "
-            "roofline µs (bytes) | sensorgym / roofline | RNG floor µs | allocs/step |\n"
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    head = (
+        "| B | sensorgym steps/s | sensorgym µs/step | baseline µs/step | speed-up vs baseline | "
+        "roofline µs (bytes) | sensorgym / roofline | RNG floor µs | allocs/step |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
     lines = [head]
     for r in rows:
         lines.append(
@@ -123,8 +126,10 @@ def table(rows, device: torch.device) -> str:
             f"{r['base'] / r['sg']:.1f}x | {r['copy'] * 1e6:,.1f} ({r['bytes']:,}) | "
             f"{r['sg'] / r['copy']:.1f}x | {r['rng'] * 1e6:,.1f} | {r['allocs']:.1f} |"
         )
-    machine = (f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores, "
-               f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}")
+    machine = (
+        f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}"
+    )
     if device.type == "cuda":
         machine += f" ({torch.cuda.get_device_name()})"
     return f"Standard suite, {machine}\n\n" + "\n".join(lines)

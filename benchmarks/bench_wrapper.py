@@ -29,15 +29,17 @@ import sensorgym as sg
 from sensorgym.wrappers import SensorObservation
 
 SENSORS = {
-    "angle": sg.StateSensorOptions(key="obs", index=[0, 1], delay=0.1, jitter=0.05,
-                                   noise=sg.LogUniform(0.005, 0.05), history_length=3),
+    "angle": sg.StateSensorOptions(
+        key="obs", index=[0, 1], delay=0.1, jitter=0.05, noise=sg.LogUniform(0.005, 0.05), history_length=3
+    ),
 }
 
 
 def _noisy(env: gym.Env) -> gym.Env:
     rng = np.random.default_rng(0)
-    return TransformObservation(env, lambda o: (o + rng.normal(0, 0.01, o.shape)).astype(np.float32),
-                                env.observation_space)
+    return TransformObservation(
+        env, lambda o: (o + rng.normal(0, 0.01, o.shape)).astype(np.float32), env.observation_space
+    )
 
 
 def gym_composition(env: gym.Env) -> gym.Env:
@@ -75,16 +77,22 @@ def main() -> None:
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 64, 256])
     p.add_argument("--steps", type=int, default=200)
     args = p.parse_args()
-    print(f"Pendulum-v1, SyncVectorEnv, {platform.machine()} {os.cpu_count()} cores, "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads), gymnasium {gym.__version__}\n")
-    print("| B | bare µs/step | sensorgym µs/step | gymnasium wrappers µs/step | sensorgym adds µs | "
-          "gymnasium adds µs | gymnasium added / sensorgym added |")
+    print(
+        f"Pendulum-v1, SyncVectorEnv, {platform.machine()} {os.cpu_count()} cores, "
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads), gymnasium {gym.__version__}\n"
+    )
+    print(
+        "| B | bare µs/step | sensorgym µs/step | gymnasium wrappers µs/step | sensorgym adds µs | "
+        "gymnasium adds µs | gymnasium added / sensorgym added |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for b in args.sizes:
         t = time_steps({kind: make(kind, b) for kind in ("bare", "sensorgym", "gymnasium")}, args.steps)
         sg_add, gym_add = t["sensorgym"] - t["bare"], t["gymnasium"] - t["bare"]
-        print(f"| {b} | {t['bare'] * 1e6:,.0f} | {t['sensorgym'] * 1e6:,.0f} | {t['gymnasium'] * 1e6:,.0f} | "
-              f"{sg_add * 1e6:,.0f} | {gym_add * 1e6:,.0f} | {gym_add / sg_add:.1f}x |")
+        print(
+            f"| {b} | {t['bare'] * 1e6:,.0f} | {t['sensorgym'] * 1e6:,.0f} | {t['gymnasium'] * 1e6:,.0f} | "
+            f"{sg_add * 1e6:,.0f} | {gym_add * 1e6:,.0f} | {gym_add / sg_add:.1f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -37,20 +37,29 @@ def main() -> None:
     for critic in ("symmetric", "asymmetric"):
         for seed in args.seeds:
             start = time.perf_counter()
-            r = train_ppo("Pendulum-v1", SENSORS, critic=critic, timesteps=args.timesteps, seed=seed,
-                          eval_episodes=args.eval_episodes)
+            r = train_ppo(
+                "Pendulum-v1",
+                SENSORS,
+                critic=critic,
+                timesteps=args.timesteps,
+                seed=seed,
+                eval_episodes=args.eval_episodes,
+            )
             r.pop("eval_returns")
             rows.append(r)
-            print(f"{critic:>10} seed {seed}: eval return {r['eval_return_mean']:8.1f} "
-                  f"(± {r['eval_return_std']:.1f} over episodes), {time.perf_counter() - start:.0f} s",
-                  flush=True)
+            print(
+                f"{critic:>10} seed {seed}: eval return {r['eval_return_mean']:8.1f} "
+                f"(± {r['eval_return_std']:.1f} over episodes), {time.perf_counter() - start:.0f} s",
+                flush=True,
+            )
     print(f"\nPendulum-v1, {args.timesteps} steps, seeds {args.seeds}, {args.eval_episodes} eval episodes\n")
     print("| critic | mean final return | std over seeds | per seed |")
     print("|---|---:|---:|---|")
     for critic in ("symmetric", "asymmetric"):
         vals = [r["eval_return_mean"] for r in rows if r["critic"] == critic]
-        print(f"| {critic} | {np.mean(vals):.1f} | {np.std(vals):.1f} | "
-              f"{', '.join(f'{v:.0f}' for v in vals)} |")
+        print(
+            f"| {critic} | {np.mean(vals):.1f} | {np.std(vals):.1f} | {', '.join(f'{v:.0f}' for v in vals)} |"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

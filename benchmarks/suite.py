@@ -79,8 +79,15 @@ class EncoderBench(sg.SimpleSensor):
         raw.copy_(state["joints"].flatten(1))
 
 
-IMU_OPTIONS = dict(delay=0.04, jitter=0.02, noise=0.01, bias=0.02, random_walk=0.001, resolution=0.001,
-                   history_length=HISTORY)
+IMU_OPTIONS = dict(
+    delay=0.04,
+    jitter=0.02,
+    noise=0.01,
+    bias=0.02,
+    random_walk=0.001,
+    resolution=0.001,
+    history_length=HISTORY,
+)
 
 
 def make_state(num_envs: int, device: str | torch.device = "cpu", seed: int = 0) -> dict:
@@ -129,8 +136,22 @@ class _ShiftBuffer:
 
 
 class _Term:
-    def __init__(self, func, dim, *, delay=0, jitter_steps=0.0, noise=0.0, bias=0.0, walk=0.0, res=0.0,
-                 history=0, threshold=None, num_envs=1, device="cpu") -> None:
+    def __init__(
+        self,
+        func,
+        dim,
+        *,
+        delay=0,
+        jitter_steps=0.0,
+        noise=0.0,
+        bias=0.0,
+        walk=0.0,
+        res=0.0,
+        history=0,
+        threshold=None,
+        num_envs=1,
+        device="cpu",
+    ) -> None:
         self.func, self.dim = func, dim
         self.delay, self.jitter_steps = delay, jitter_steps
         self.noise, self.bias, self.walk, self.res = noise, bias, walk, res
@@ -189,12 +210,26 @@ class PerSensorBaseline:
         d = round(0.04 / DT)
         common = dict(num_envs=num_envs, device=device)
         self.terms = [
-            *(_Term(_entry(f"imu{i}"), 3, delay=d, jitter_steps=IMU_OPTIONS["jitter"] / DT,
-                    noise=0.01, bias=0.02, walk=0.001, res=0.001, history=HISTORY, **common)
-              for i in range(N_IMU)),
+            *(
+                _Term(
+                    _entry(f"imu{i}"),
+                    3,
+                    delay=d,
+                    jitter_steps=IMU_OPTIONS["jitter"] / DT,
+                    noise=0.01,
+                    bias=0.02,
+                    walk=0.001,
+                    res=0.001,
+                    history=HISTORY,
+                    **common,
+                )
+                for i in range(N_IMU)
+            ),
             *(_Term(_entry("contact", i), 1, delay=1, threshold=0.5, **common) for i in range(N_CONTACT)),
-            *(_Term(lambda st, i=i: st["joints"][:, i].clone(), ENC_DIM, res=0.01, **common)
-              for i in range(N_ENC)),
+            *(
+                _Term(lambda st, i=i: st["joints"][:, i].clone(), ENC_DIM, res=0.01, **common)
+                for i in range(N_ENC)
+            ),
         ]
 
     def step(self, state) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

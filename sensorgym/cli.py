@@ -23,8 +23,7 @@ def _demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sensorgym", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="print GT vs measured traces of a delayed, noisy, quantized "
-                                       "sensor")
+    demo = sub.add_parser("demo", help="print GT vs measured traces of a delayed, noisy, quantized sensor")
     demo.add_argument("--steps", type=int, default=40)
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(func=_demo)

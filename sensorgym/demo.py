@@ -19,8 +19,7 @@ from .manager import SensorManager
 from .sensors.state import StateSensorOptions
 
 DT = 0.02
-OPTIONS = StateSensorOptions(key="angle", delay=0.06, jitter=0.02, noise=0.02, bias=0.01,
-                             resolution=0.05)
+OPTIONS = StateSensorOptions(key="angle", delay=0.06, jitter=0.02, noise=0.02, bias=0.01, resolution=0.05)
 
 
 def _angle(t: int) -> dict[str, torch.Tensor]:

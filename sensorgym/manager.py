@@ -63,8 +63,14 @@ class SensorManager:
     See the module docstring for a runnable example.
     """
 
-    def __init__(self, num_envs: int, dt: float, device: str | torch.device = "cpu",
-                 seed: int | None = None, per_env_rng: bool = False) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        dt: float,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+        per_env_rng: bool = False,
+    ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"SensorManager(num_envs={num_envs!r}): num_envs must be an int >= 1.")
         if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or dt <= 0:
@@ -75,8 +81,9 @@ class SensorManager:
         self.num_envs = int(num_envs)
         self.dt = float(dt)
         self.device = torch.device(device)
-        self.random: RandomSource = (PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng
-                                     else BatchRandom(self.device, seed))
+        self.random: RandomSource = (
+            PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
+        )
         self.generator = self.random.generator
         self.clock = Clock()
         self.sensors: list[Sensor] = []
@@ -133,8 +140,9 @@ class SensorManager:
             icol = rcol = 0
             for j, s in enumerate(sensors):
                 s._on_build(state)
-                ifields = normalize_format(s._get_intermediate_format(), f"{cls.__name__}."
-                                           "_get_intermediate_format")
+                ifields = normalize_format(
+                    s._get_intermediate_format(), f"{cls.__name__}._get_intermediate_format"
+                )
                 rfields = normalize_format(s._get_return_format(), f"{cls.__name__}._get_return_format")
                 iw, rw = sum(math.prod(f) for f in ifields), sum(math.prod(f) for f in rfields)
                 s.index = j
@@ -151,8 +159,15 @@ class SensorManager:
             entries.sort(key=lambda e: not reads_timeline(e[0]))
             ring_cols = sum(w for c, w in entries if reads_timeline(c))
             depth = max([c.timeline_depth for c, _ in entries if reads_timeline(c)] or [1])
-            group = DtypeGroup(idtype, sum(w for _, w in entries), ring_cols, max(1, depth),
-                               self.num_envs, self.device, self.clock)
+            group = DtypeGroup(
+                idtype,
+                sum(w for _, w in entries),
+                ring_cols,
+                max(1, depth),
+                self.num_envs,
+                self.device,
+                self.clock,
+            )
             self._groups[idtype] = group
             start = 0
             for cls, width in entries:
@@ -160,12 +175,28 @@ class SensorManager:
                 param_dtype = None
                 if any(isinstance(s.options, SimpleSensorOptions) for s in sensors):
                     param_dtype = idtype if idtype.is_floating_point else None
-                md = SensorMetadata(cls, sensors, self.num_envs, self.dt, self.device, self.random,
-                                    [s.cache_slice.stop - s.cache_slice.start for s in sensors],
-                                    param_dtype)
+                md = SensorMetadata(
+                    cls,
+                    sensors,
+                    self.num_envs,
+                    self.dt,
+                    self.device,
+                    self.random,
+                    [s.cache_slice.stop - s.cache_slice.start for s in sensors],
+                    param_dtype,
+                )
                 rdtype, rcols = rinfo[cls]
-                st = ClassStorage(cls, sensors, md, group, slice(start, start + width), rdtype, rcols,
-                                  _overrides(cls, "_post_process"), self.clock)
+                st = ClassStorage(
+                    cls,
+                    sensors,
+                    md,
+                    group,
+                    slice(start, start + width),
+                    rdtype,
+                    rcols,
+                    _overrides(cls, "_post_process"),
+                    self.clock,
+                )
                 for s in sensors:
                     s._storage = st
                 self._stores[cls] = st
@@ -179,16 +210,20 @@ class SensorManager:
     def _plan_draws(self) -> None:
         """One standard-normal draw per dtype per step covers every class that needs noise or drift."""
         for group in self._groups.values():
-            users = [st for st in self._stores.values() if st.group is group
-                     and st.md.has_component_params and (st.md.has_noise or st.md.has_random_walk)]
+            users = [
+                st
+                for st in self._stores.values()
+                if st.group is group
+                and st.md.has_component_params
+                and (st.md.has_noise or st.md.has_random_walk)
+            ]
             if not users:
                 group.draws = None
                 continue
             lo = min(st.islice.start for st in users)
             hi = max(st.islice.stop for st in users)
             if group.draws is None or group.draws.shape[2] != hi - lo or group.draw_start != lo:
-                group.draws = torch.zeros(2, self.num_envs, hi - lo, dtype=group.dtype,
-                                          device=self.device)
+                group.draws = torch.zeros(2, self.num_envs, hi - lo, dtype=group.dtype, device=self.device)
                 group.draw_start = lo
             for st in users:
                 sl = slice(st.islice.start - lo, st.islice.stop - lo)
@@ -283,8 +318,9 @@ class SensorManager:
             t = envs_idx
         else:
             arr = np.asarray(envs_idx)
-            if arr.dtype == object or not (arr.dtype == bool or np.issubdtype(arr.dtype, np.integer)
-                                           or arr.size == 0):
+            if arr.dtype == object or not (
+                arr.dtype == bool or np.issubdtype(arr.dtype, np.integer) or arr.size == 0
+            ):
                 raise TypeError(
                     f"{what}={envs_idx!r}: expected a bool mask of shape ({b},) or env indices. Fix: "
                     "pass e.g. np.array([True, False, ...]) or [0, 3]."
@@ -365,8 +401,11 @@ class SensorManager:
         names = []
         for s in self.sensors:
             for f, v in s.read_randomization().items():
-                names += [f"{s.name}.{f}"] if v.shape[1] == 1 and f in ("delay", "jitter") else \
-                    [f"{s.name}.{f}[{i}]" for i in range(v.shape[1])]
+                names += (
+                    [f"{s.name}.{f}"]
+                    if v.shape[1] == 1 and f in ("delay", "jitter")
+                    else [f"{s.name}.{f}[{i}]" for i in range(v.shape[1])]
+                )
         return names
 
     def read_randomization(self) -> torch.Tensor:
@@ -389,8 +428,10 @@ class SensorManager:
 
     # -- persistence -----------------------------------------------------------------------------------
     def _layout(self) -> list[tuple[str, list[str], int, int]]:
-        return [(cls.__qualname__, [s.name for s in st.sensors], st.islice.stop - st.islice.start,
-                 st.rcols) for cls, st in self._stores.items()]
+        return [
+            (cls.__qualname__, [s.name for s in st.sensors], st.islice.stop - st.islice.start, st.rcols)
+            for cls, st in self._stores.items()
+        ]
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue bit-identically: rings, index, accumulators, parameters, RNG."""
@@ -402,12 +443,16 @@ class SensorManager:
             "t": self.clock.t,
             "generator": self.random.get_state(),
             "layout": self._layout(),
-            "groups": {str(d): {k: v.clone() for k, v in g.state_tensors().items()}
-                       for d, g in self._groups.items()},
-            "classes": {cls.__qualname__: {
-                "tensors": {k: v.clone() for k, v in st.state_tensors().items()},
-                "flags": st.md.flags(),
-            } for cls, st in self._stores.items()},
+            "groups": {
+                str(d): {k: v.clone() for k, v in g.state_tensors().items()} for d, g in self._groups.items()
+            },
+            "classes": {
+                cls.__qualname__: {
+                    "tensors": {k: v.clone() for k, v in st.state_tensors().items()},
+                    "flags": st.md.flags(),
+                }
+                for cls, st in self._stores.items()
+            },
         }
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -417,8 +462,9 @@ class SensorManager:
             raise ValueError(f"load_state_dict: unknown version {state_dict.get('version')!r}.")
         layout = [tuple(x) if not isinstance(x, tuple) else x for x in state_dict["layout"]]
         mine = [tuple(x) for x in self._layout()]
-        if (state_dict["num_envs"], state_dict["dt"]) != (self.num_envs, self.dt) or \
-                [tuple(x) for x in layout] != mine:
+        if (state_dict["num_envs"], state_dict["dt"]) != (self.num_envs, self.dt) or [
+            tuple(x) for x in layout
+        ] != mine:
             raise ValueError(
                 "load_state_dict: the saved manager has a different configuration "
                 f"(num_envs={state_dict['num_envs']}, dt={state_dict['dt']}, layout={layout}) than this one "

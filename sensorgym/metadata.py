@@ -145,7 +145,8 @@ class SensorMetadata:
                     self._init_component(s, name, getattr(opts, name), sensor_cols[j])
         if self.has_component_params:
             self.resolution_all_active = all(
-                bounds_of(v)[0] > 0 for s in self.sensors
+                bounds_of(v)[0] > 0
+                for s in self.sensors
                 for v in _components(getattr(s.options, "resolution", 0.0))
             )
         delays = {s.options.delay for s in self.sensors}
@@ -268,9 +269,9 @@ class SensorMetadata:
             if name in TIME_FIELDS:
                 if any(cols.start == j for cols, _ in entries):
                     if name == "delay":
-                        val = self.delay_steps[:, j:j + 1].to(torch.float32) * self.dt
+                        val = self.delay_steps[:, j : j + 1].to(torch.float32) * self.dt
                     else:
-                        val = (self.jitter_steps[:, j:j + 1] * self.dt).to(torch.float32)
+                        val = (self.jitter_steps[:, j : j + 1] * self.dt).to(torch.float32)
                     out[name] = val
             else:
                 sl = s.cache_slice
@@ -281,8 +282,9 @@ class SensorMetadata:
         return out
 
     # -- run-time setters ------------------------------------------------------------------------------
-    def _as_values(self, s: Sensor, name: str, value: Any, shape: tuple[int, int],
-                   dtype: torch.dtype) -> torch.Tensor:
+    def _as_values(
+        self, s: Sensor, name: str, value: Any, shape: tuple[int, int], dtype: torch.dtype
+    ) -> torch.Tensor:
         if isinstance(value, Distribution):
             raise TypeError(
                 f"{type(s).__name__}.set_{name}({value!r}): setters take values, not distributions. Fix: "
@@ -302,8 +304,7 @@ class SensorMetadata:
             raise ValueError(f"{type(s).__name__}.set_{name}({value!r}): values must be finite.")
         if name in _NON_NEGATIVE and bool((v < 0).any()):
             raise ValueError(
-                f"{type(s).__name__}.set_{name}({value!r}): {name} must be >= 0. Fix: use 0.0 to turn "
-                "it off."
+                f"{type(s).__name__}.set_{name}({value!r}): {name} must be >= 0. Fix: use 0.0 to turn it off."
             )
         return v
 
@@ -388,6 +389,15 @@ class SensorMetadata:
         return out
 
     def flags(self) -> dict[str, bool]:
-        return {k: getattr(self, k) for k in ("has_noise", "has_bias", "has_random_walk",
-                                              "has_resolution", "has_jitter", "resolution_all_active",
-                                              "uniform_shift")}
+        return {
+            k: getattr(self, k)
+            for k in (
+                "has_noise",
+                "has_bias",
+                "has_random_walk",
+                "has_resolution",
+                "has_jitter",
+                "resolution_all_active",
+                "uniform_shift",
+            )
+        }

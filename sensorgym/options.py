@@ -98,12 +98,20 @@ class SensorOptions:
         if isinstance(value, Distribution):
             lo, hi = value.bounds
             if lo < 0:
-                raise self._err(name, value, f"it can produce negative {name} ({lo})",
-                                "use a distribution with non-negative support, e.g. Uniform(0.0, 0.04) or "
-                                "Normal(..., low=0.0, high=...)")
+                raise self._err(
+                    name,
+                    value,
+                    f"it can produce negative {name} ({lo})",
+                    "use a distribution with non-negative support, e.g. Uniform(0.0, 0.04) or "
+                    "Normal(..., low=0.0, high=...)",
+                )
             if not math.isfinite(hi):
-                raise self._err(name, value, f"{name} must be bounded so the delay ring can be sized",
-                                "give the Normal distribution a finite high=... bound")
+                raise self._err(
+                    name,
+                    value,
+                    f"{name} must be bounded so the delay ring can be sized",
+                    "give the Normal distribution a finite high=... bound",
+                )
             return
         if not _is_number(value):
             raise TypeError(
@@ -111,8 +119,9 @@ class SensorOptions:
                 f"Distribution. Fix: pass e.g. {name}=0.02 or {name}=sg.Uniform(0.0, 0.04)."
             )
         if not math.isfinite(float(value)) or float(value) < 0:
-            raise self._err(name, value, f"{name} must be a finite number of seconds >= 0",
-                            f"use {name}=0.0 for none")
+            raise self._err(
+                name, value, f"{name} must be a finite number of seconds >= 0", f"use {name}=0.0 for none"
+            )
         object.__setattr__(self, name, float(value))
 
     def _validate(self) -> None:
@@ -122,7 +131,8 @@ class SensorOptions:
         j_hi = bounds_of(self.jitter)[1]
         if j_hi > d_hi + 1e-12:
             raise self._err(
-                "jitter", self.jitter,
+                "jitter",
+                self.jitter,
                 "jitter is extra delay on top of `delay` and must satisfy 0 <= jitter <= delay "
                 f"({self.delay})",
                 f"lower jitter to at most {d_hi:g} or raise delay",
@@ -134,22 +144,36 @@ class SensorOptions:
                 "Fix: pass history_length=0 (no history) or a positive number of reads."
             )
         if h < 0:
-            raise self._err("history_length", h, "it must be >= 0",
-                            "use 0 for no history or N > 0 for the last N reads")
+            raise self._err(
+                "history_length", h, "it must be >= 0", "use 0 for no history or N > 0 for the last N reads"
+            )
         object.__setattr__(self, "history_length", int(h))
         if self.padding_type not in PADDING_TYPES:
-            raise self._err("padding_type", self.padding_type, f"it must be one of {PADDING_TYPES}",
-                            'use padding_type="reset" (repeat the first snapshot) or "zero"')
+            raise self._err(
+                "padding_type",
+                self.padding_type,
+                f"it must be one of {PADDING_TYPES}",
+                'use padding_type="reset" (repeat the first snapshot) or "zero"',
+            )
         if self.nan_policy not in NAN_POLICIES:
-            raise self._err("nan_policy", self.nan_policy, f"it must be one of {NAN_POLICIES}",
-                            'use nan_policy="propagate", "raise" or "hold"')
+            raise self._err(
+                "nan_policy",
+                self.nan_policy,
+                f"it must be one of {NAN_POLICIES}",
+                'use nan_policy="propagate", "raise" or "hold"',
+            )
         if self.max_delay is not None:
             if not _is_number(self.max_delay) or not math.isfinite(self.max_delay):
-                raise self._err("max_delay", self.max_delay, "it must be a finite number of seconds",
-                                "pass max_delay=None or e.g. max_delay=0.1")
+                raise self._err(
+                    "max_delay",
+                    self.max_delay,
+                    "it must be a finite number of seconds",
+                    "pass max_delay=None or e.g. max_delay=0.1",
+                )
             if self.max_delay < d_hi + j_hi - 1e-12:
                 raise self._err(
-                    "max_delay", self.max_delay,
+                    "max_delay",
+                    self.max_delay,
                     f"it is below delay + jitter ({d_hi + j_hi:g}) that the options already reach",
                     f"use max_delay >= {d_hi + j_hi:g} or leave it None",
                 )
@@ -200,7 +224,12 @@ class SimpleSensorOptions(SensorOptions):
     resolution: ComponentValue = 0.0
 
     randomizable: ClassVar[tuple[str, ...]] = (
-        "delay", "jitter", "noise", "bias", "random_walk", "resolution"
+        "delay",
+        "jitter",
+        "noise",
+        "bias",
+        "random_walk",
+        "resolution",
     )
     #: imperfections that must be >= 0 (bias may be negative)
     _non_negative: ClassVar[tuple[str, ...]] = ("noise", "random_walk", "resolution")
@@ -218,10 +247,13 @@ class SimpleSensorOptions(SensorOptions):
             if isinstance(v, Distribution):
                 lo, _ = v.bounds
                 if non_neg and lo < 0:
-                    raise self._err(name, value, f"{where}can produce negative values ({lo}) but {name} "
-                                    "must be >= 0",
-                                    "use a non-negative distribution such as Uniform(0.0, x), "
-                                    "LogUniform or Normal(..., low=0.0)")
+                    raise self._err(
+                        name,
+                        value,
+                        f"{where}can produce negative values ({lo}) but {name} must be >= 0",
+                        "use a non-negative distribution such as Uniform(0.0, x), "
+                        "LogUniform or Normal(..., low=0.0)",
+                    )
                 return v
             if not _is_number(v):
                 raise TypeError(
@@ -236,12 +268,17 @@ class SimpleSensorOptions(SensorOptions):
             return v
 
         if isinstance(value, (str, bytes)):
-            raise TypeError(f"{type(self).__name__}.{name}={value!r} is invalid: expected a number. "
-                            f"Fix: {fix}.")
+            raise TypeError(
+                f"{type(self).__name__}.{name}={value!r} is invalid: expected a number. Fix: {fix}."
+            )
         if isinstance(value, np.ndarray):
             if value.ndim > 1:
-                raise self._err(name, value.tolist(), "per-component values must be one flat sequence",
-                                "flatten it to one value per component")
+                raise self._err(
+                    name,
+                    value.tolist(),
+                    "per-component values must be one flat sequence",
+                    "flatten it to one value per component",
+                )
             value = value.tolist() if value.ndim == 1 else value.item()
         if isinstance(value, Sequence):
             if len(value) == 0:

@@ -43,8 +43,9 @@ class RandomSource:
     def uniform_(self, out: torch.Tensor, rows: torch.Tensor | None, row_dim: int) -> torch.Tensor:
         raise NotImplementedError
 
-    def sample_(self, dist: Distribution, out: torch.Tensor, rows: torch.Tensor | None,
-                row_dim: int) -> torch.Tensor:
+    def sample_(
+        self, dist: Distribution, out: torch.Tensor, rows: torch.Tensor | None, row_dim: int
+    ) -> torch.Tensor:
         raise NotImplementedError
 
     def get_state(self) -> Any:

@@ -97,8 +97,12 @@ def reads_timeline(cls: type) -> bool:
         return False
     if not issubclass(cls, SimpleSensor):
         return True
-    hooks = ("_update_shared_cache", "_update_current_timestep_data", "_apply_physics_imperfections",
-             "_apply_transform")
+    hooks = (
+        "_update_shared_cache",
+        "_update_current_timestep_data",
+        "_apply_physics_imperfections",
+        "_apply_transform",
+    )
     return any(_overrides(cls, name, SimpleSensor) for name in hooks)
 
 
@@ -264,7 +268,7 @@ class Sensor(ABC):
         out, start = [], 0
         for shape in fields:
             n = math.prod(shape)
-            part = flat[..., start:start + n]
+            part = flat[..., start : start + n]
             out.append(part.reshape(*lead, *shape) if shape else part.reshape(*lead))
             start += n
         if len(fields) == 1:
@@ -357,4 +361,3 @@ class SimpleSensor(Sensor):
     def set_resolution(self, value: Any, envs_idx: Any = None) -> None:
         """Quantization step per component for the given envs (0 = off)."""
         self._manager._set_component_param(self, "resolution", value, envs_idx)
-

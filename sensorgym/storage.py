@@ -62,8 +62,16 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 class DtypeGroup:
     """Buffers shared by all classes whose intermediate dtype is ``dtype``."""
 
-    def __init__(self, dtype: torch.dtype, cols: int, ring_cols: int, depth: int, num_envs: int,
-                 device: torch.device, clock: Clock) -> None:
+    def __init__(
+        self,
+        dtype: torch.dtype,
+        cols: int,
+        ring_cols: int,
+        depth: int,
+        num_envs: int,
+        device: torch.device,
+        clock: Clock,
+    ) -> None:
         self.dtype = dtype
         self.cols = cols
         self.ring_cols = ring_cols
@@ -93,9 +101,18 @@ class DtypeGroup:
 class ClassStorage:
     """Buffers and the per-step pipeline of one sensor class."""
 
-    def __init__(self, cls: type, sensors: list, md: SensorMetadata, group: DtypeGroup,
-                 islice: slice, rdtype: torch.dtype, rcols: int, pp_overridden: bool,
-                 clock: Clock) -> None:
+    def __init__(
+        self,
+        cls: type,
+        sensors: list,
+        md: SensorMetadata,
+        group: DtypeGroup,
+        islice: slice,
+        rdtype: torch.dtype,
+        rcols: int,
+        pp_overridden: bool,
+        clock: Clock,
+    ) -> None:
         self.cls, self.sensors, self.md, self.group = cls, sensors, md, group
         self.islice, self.rdtype, self.rcols = islice, rdtype, rcols
         self.pp = pp_overridden
@@ -171,11 +188,13 @@ class ClassStorage:
     # -- non-finite policy and reset prefill -------------------------------------------------------------
     def _init_nan_policy(self) -> None:
         md, device = self.md, self.md.device
-        icol_policy = [s.options.nan_policy for s in self.sensors
-                       for _ in range(s.cache_slice.stop - s.cache_slice.start)]
+        icol_policy = [
+            s.options.nan_policy
+            for s in self.sensors
+            for _ in range(s.cache_slice.stop - s.cache_slice.start)
+        ]
         floating = self.group.dtype.is_floating_point
-        self.raise_sensors = [s for s in self.sensors if s.options.nan_policy == "raise"] if floating \
-            else []
+        self.raise_sensors = [s for s in self.sensors if s.options.nan_policy == "raise"] if floating else []
         self.hold_keep = None
         if floating and "hold" in icol_policy:
             # True where the raw value is used as is (finite, or the column does not hold)
@@ -287,8 +306,11 @@ class ClassStorage:
         self.prev_shift.copy_(self.shift)
         # slot of the snapshot `shift` steps back: a lookup in the precomputed (t - s) % R table
         table = self._slot_table[self.clock.t % self.m_ring.depth]
-        shift = self.shift if self.per_sensor_index else torch.index_select(
-            self.shift, 1, self.col_to_sensor, out=self.shift_cols)
+        shift = (
+            self.shift
+            if self.per_sensor_index
+            else torch.index_select(self.shift, 1, self.col_to_sensor, out=self.shift_cols)
+        )
         torch.index_select(table, 0, shift.view(-1), out=self.slot_idx.view(-1))
         torch.gather(self._gather_src, 0, self._gather_index, out=self._gather_out)
 

@@ -30,20 +30,44 @@ __all__ = ["CRITIC_TYPES", "DEFAULT_PPO", "evaluate", "make_training_env", "trai
 CRITIC_TYPES = ("symmetric", "asymmetric")
 
 #: PPO settings for Pendulum-like continuous control (after rl-zoo's tuned Pendulum-v1 entry)
-DEFAULT_PPO: dict[str, Any] = dict(n_steps=1024, batch_size=64, gae_lambda=0.95, gamma=0.9, n_epochs=10,
-                                   ent_coef=0.0, learning_rate=1e-3, clip_range=0.2, use_sde=True,
-                                   sde_sample_freq=4)
+DEFAULT_PPO: dict[str, Any] = dict(
+    n_steps=1024,
+    batch_size=64,
+    gae_lambda=0.95,
+    gamma=0.9,
+    n_epochs=10,
+    ent_coef=0.0,
+    learning_rate=1e-3,
+    clip_range=0.2,
+    use_sde=True,
+    sde_sample_freq=4,
+)
 
 
-def make_training_env(env_id: str, sensors: Mapping[str, SensorOptions], *, n_envs: int = 4,
-                      seed: int = 0, vectorization_mode: str = "sync", env_kwargs: dict | None = None,
-                      **sensor_kwargs: Any):
+def make_training_env(
+    env_id: str,
+    sensors: Mapping[str, SensorOptions],
+    *,
+    n_envs: int = 4,
+    seed: int = 0,
+    vectorization_mode: str = "sync",
+    env_kwargs: dict | None = None,
+    **sensor_kwargs: Any,
+):
     """A SAME_STEP vector env with sensors, as an SB3 ``VecEnv``."""
     from .wrappers import make_sensor_vec
     from .wrappers.sb3 import SB3VecEnv
 
-    venv = make_sensor_vec(env_id, n_envs, sensors, autoreset_mode="SameStep", seed=seed,
-                           vectorization_mode=vectorization_mode, env_kwargs=env_kwargs, **sensor_kwargs)
+    venv = make_sensor_vec(
+        env_id,
+        n_envs,
+        sensors,
+        autoreset_mode="SameStep",
+        seed=seed,
+        vectorization_mode=vectorization_mode,
+        env_kwargs=env_kwargs,
+        **sensor_kwargs,
+    )
     env = SB3VecEnv(venv)
     env.seed(seed)
     return env
@@ -56,7 +80,7 @@ def evaluate(model: Any, env: Any, episodes: int, deterministic: bool = True) ->
     obs = env.reset()
     while len(returns) < episodes:
         actions, _ = model.predict(obs, deterministic=deterministic)
-        obs, rewards, dones, infos = env.step(actions)
+        obs, rewards, dones, _ = env.step(actions)
         running += np.asarray(rewards, dtype=float)
         for i in np.flatnonzero(dones):
             returns.append(float(running[i]))
@@ -95,27 +119,44 @@ def train_ppo(
 
     if critic not in CRITIC_TYPES:
         raise ValueError(f"critic={critic!r}: expected one of {CRITIC_TYPES}.")
-    env = make_training_env(env_id, sensors, n_envs=n_envs, seed=seed, policy=policy_sensors,
-                            env_kwargs=env_kwargs)
+    env = make_training_env(
+        env_id, sensors, n_envs=n_envs, seed=seed, policy=policy_sensors, env_kwargs=env_kwargs
+    )
     if normalize:
-        env = VecNormalize(env, norm_obs_keys=["policy", "critic"], gamma=dict(ppo_kwargs or {}).get(
-            "gamma", DEFAULT_PPO["gamma"]))
+        env = VecNormalize(
+            env,
+            norm_obs_keys=["policy", "critic"],
+            gamma=dict(ppo_kwargs or {}).get("gamma", DEFAULT_PPO["gamma"]),
+        )
     critic_keys = ("policy", "critic") if critic == "asymmetric" else ("policy",)
     kwargs = {**DEFAULT_PPO, **dict(ppo_kwargs or {})}
-    model = PPO(AsymmetricActorCriticPolicy, env, seed=seed, device="cpu", verbose=0,
-                tensorboard_log=tensorboard_log,
-                policy_kwargs=dict(critic_keys=critic_keys, net_arch=dict(pi=[64, 64], vf=[64, 64])),
-                **kwargs)
+    model = PPO(
+        AsymmetricActorCriticPolicy,
+        env,
+        seed=seed,
+        device="cpu",
+        verbose=0,
+        tensorboard_log=tensorboard_log,
+        policy_kwargs=dict(critic_keys=critic_keys, net_arch=dict(pi=[64, 64], vf=[64, 64])),
+        **kwargs,
+    )
     start = time.perf_counter()
     model.learn(timesteps, callback=callback, progress_bar=progress_bar)
     train_seconds = time.perf_counter() - start
     if on_model is not None:
         on_model(model, env)
-    eval_env = make_training_env(env_id, eval_sensors or sensors, n_envs=n_envs, seed=seed + 10_000,
-                                 policy=policy_sensors, env_kwargs=env_kwargs)
+    eval_env = make_training_env(
+        env_id,
+        eval_sensors or sensors,
+        n_envs=n_envs,
+        seed=seed + 10_000,
+        policy=policy_sensors,
+        env_kwargs=env_kwargs,
+    )
     if normalize:
-        eval_env = VecNormalize(eval_env, norm_obs_keys=["policy", "critic"], training=False,
-                                norm_reward=False)
+        eval_env = VecNormalize(
+            eval_env, norm_obs_keys=["policy", "critic"], training=False, norm_reward=False
+        )
         eval_env.obs_rms = env.obs_rms
     returns = evaluate(model, eval_env, eval_episodes)
     env.close()

@@ -82,8 +82,9 @@ class ReferenceManager:
     # -- the pipeline ----------------------------------------------------------------------------------
     def _raw(self, s, state, b) -> torch.Tensor:
         o = s.options
-        x = torch.as_tensor(np.asarray(state[o.key]) if not torch.is_tensor(state[o.key])
-                            else state[o.key])[b]
+        x = torch.as_tensor(np.asarray(state[o.key]) if not torch.is_tensor(state[o.key]) else state[o.key])[
+            b
+        ]
         if isinstance(s, StateSensor):
             if o.index is not None:
                 x = x[..., list(o.index)]
@@ -158,6 +159,7 @@ class ReferenceManager:
             if n == 0:
                 rows.append(seq[k].numpy())
             else:
-                rows.append(np.stack([self._padded(seq, k - i, s.options.padding_type).numpy()
-                                      for i in range(n)]))
+                rows.append(
+                    np.stack([self._padded(seq, k - i, s.options.padding_type).numpy() for i in range(n)])
+                )
         return np.stack(rows)

@@ -17,8 +17,9 @@ def python_blocks(path: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
-@pytest.mark.parametrize("page", ["docs/custom_sensors.md", "docs/pipeline.md", "docs/integration.md",
-                                  "README.md"])
+@pytest.mark.parametrize(
+    "page", ["docs/custom_sensors.md", "docs/pipeline.md", "docs/integration.md", "README.md"]
+)
 def test_code_blocks_run(page):
     blocks = python_blocks(ROOT / page)
     assert blocks, f"{page} has no python code block"

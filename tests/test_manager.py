@@ -20,12 +20,30 @@ DT = 0.1
 def _suite(num_envs=4, seed=0, device="cpu"):
     mgr = sg.SensorManager(num_envs=num_envs, dt=DT, seed=seed, device=device)
     sensors = [
-        mgr.add_sensor(sg.StateSensorOptions(key="x", index=[0, 1], delay=0.2, jitter=0.1, noise=0.1,
-                                             random_walk=0.01, resolution=0.05, history_length=3,
-                                             bias=sg.Normal(0, 0.1))),
+        mgr.add_sensor(
+            sg.StateSensorOptions(
+                key="x",
+                index=[0, 1],
+                delay=0.2,
+                jitter=0.1,
+                noise=0.1,
+                random_walk=0.01,
+                resolution=0.05,
+                history_length=3,
+                bias=sg.Normal(0, 0.1),
+            )
+        ),
         mgr.add_sensor(ThresholdOptions(width=2, threshold=3.0, delay=0.1, noise=sg.Uniform(0, 0.5))),
-        mgr.add_sensor(FilterOptions(width=3, alpha=0.3, physics_offset=0.5, noise=0.2,
-                                     delay=sg.Choice([0.0, 0.1]), padding_type="zero")),
+        mgr.add_sensor(
+            FilterOptions(
+                width=3,
+                alpha=0.3,
+                physics_offset=0.5,
+                noise=0.2,
+                delay=sg.Choice([0.0, 0.1]),
+                padding_type="zero",
+            )
+        ),
         mgr.add_sensor(sg.StateSensorOptions(key="x", index=[2])),
     ]
     return mgr, sensors
@@ -207,8 +225,9 @@ def test_nan_propagates_by_default():
 
 def test_nan_raise_names_the_sensor_and_loses_nothing():
     mgr = sg.SensorManager(num_envs=3, dt=DT, seed=0)
-    s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(2,), nan_policy="raise", delay=0.1,
-                                             noise=0.1), name="joint")
+    s = mgr.add_sensor(
+        sg.StateSensorOptions(key="x", shape=(2,), nan_policy="raise", delay=0.1, noise=0.1), name="joint"
+    )
     mgr.reset(_nan_state(3, 0))
     mgr.step(_nan_state(3, 1))
     before = mgr.state_dict()
@@ -248,8 +267,7 @@ def _drive(mgr, sensors, t0, t1, seed=0):
             mgr.reset(_wide_ramp(t), envs_idx=mask)
         else:
             mgr.step(_wide_ramp(t), reset_mask=mask)
-        out.append([s.read().clone() for s in sensors] + [s.read_ground_truth().clone()
-                                                           for s in sensors])
+        out.append([s.read().clone() for s in sensors] + [s.read_ground_truth().clone() for s in sensors])
     return out
 
 

@@ -53,8 +53,14 @@ def test_component_options_rejected(kwargs, exc, pattern):
 
 
 def test_valid_options_are_normalised():
-    o = sg.SimpleSensorOptions(delay=1, jitter=0, noise=np.array([0.1, 0.2]), bias=[1, 2],
-                               resolution=sg.LogUniform(0.01, 0.1), history_length=np.int64(3))
+    o = sg.SimpleSensorOptions(
+        delay=1,
+        jitter=0,
+        noise=np.array([0.1, 0.2]),
+        bias=[1, 2],
+        resolution=sg.LogUniform(0.01, 0.1),
+        history_length=np.int64(3),
+    )
     assert o.delay == 1.0 and isinstance(o.delay, float)
     assert o.noise == (0.1, 0.2) and o.bias == (1.0, 2.0)
     assert o.history_length == 3 and type(o.history_length) is int

@@ -37,8 +37,9 @@ def test_delay_is_zero_order_hold_of_the_snapshot_d_steps_back(d_steps):
         np.testing.assert_array_equal(as_np(s.read_ground_truth())[:, 0], t + ENV)  # GT never delayed
 
 
-@pytest.mark.parametrize(("delay", "expected_steps"), [(0.1, 0), (0.125, 0), (0.2, 1), (0.375, 2),
-                                                        (0.625, 2), (0.875, 4)])
+@pytest.mark.parametrize(
+    ("delay", "expected_steps"), [(0.1, 0), (0.125, 0), (0.2, 1), (0.375, 2), (0.625, 2), (0.875, 4)]
+)
 def test_delay_rounds_half_to_even_and_warns(delay, expected_steps):
     # dt = 0.25 so that delay / dt is exact in binary and the halves really are halves
     mgr = sg.SensorManager(num_envs=1, dt=0.25)
@@ -88,8 +89,7 @@ def test_jitter_bounds_and_mean(d_steps, j_steps):
 def test_jitter_sampler_mean_without_holds():
     # One sample per episode: reset every step so the monotone clamp never acts.
     mgr = sg.SensorManager(num_envs=4000, dt=DT, seed=3)
-    s = mgr.add_sensor(sg.StateSensorOptions(key="x", delay=2 * DT, jitter=1.5 * DT,
-                                             padding_type="zero"))
+    s = mgr.add_sensor(sg.StateSensorOptions(key="x", delay=2 * DT, jitter=1.5 * DT, padding_type="zero"))
     mgr.reset(ramp_state(0, 4000, env_scale=0.0))
     for t in range(1, 4):
         mgr.step(ramp_state(t, 4000, env_scale=0.0))
@@ -118,8 +118,15 @@ def test_jitter_larger_than_dt_never_wraps_the_ring():
 # -- history --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("padding", ["reset", "zero"])
 def test_history_is_causal_with_delay_jitter_and_noise(padding):
-    opts = sg.StateSensorOptions(key="x", delay=2 * DT, jitter=1.5 * DT, noise=0.3, random_walk=0.1,
-                                 history_length=4, padding_type=padding)
+    opts = sg.StateSensorOptions(
+        key="x",
+        delay=2 * DT,
+        jitter=1.5 * DT,
+        noise=0.3,
+        random_walk=0.1,
+        history_length=4,
+        padding_type=padding,
+    )
     seen = []
     for _, s in run(opts, 40, seed=2, start=7):
         seen.append(as_np(s.read(history_length=0)))
@@ -249,8 +256,9 @@ def _ramp_with(reset_env, t, t_reset):
 
 @pytest.mark.parametrize("fold", [False, True])
 def test_partial_reset_leaves_other_envs_untouched(fold):
-    opts = sg.StateSensorOptions(key="x", delay=2 * DT, jitter=DT, noise=0.2, random_walk=0.05,
-                                 history_length=3)
+    opts = sg.StateSensorOptions(
+        key="x", delay=2 * DT, jitter=DT, noise=0.2, random_walk=0.05, history_length=3
+    )
     runs = []
     for do_reset in (False, True):
         mgr = sg.SensorManager(num_envs=B, dt=DT, seed=0)

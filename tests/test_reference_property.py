@@ -37,8 +37,12 @@ def _options(draw, kind: str):
     if kind == "state":
         return sg.StateSensorOptions(key="x", index=[0, 1], **common)
     if kind == "filter":
-        return FilterOptions(width=2, alpha=draw(st.sampled_from([0.0, 0.5])),
-                             physics_offset=draw(st.sampled_from([0.0, 3.0])), **common)
+        return FilterOptions(
+            width=2,
+            alpha=draw(st.sampled_from([0.0, 0.5])),
+            physics_offset=draw(st.sampled_from([0.0, 3.0])),
+            **common,
+        )
     if kind == "threshold":
         return ThresholdOptions(width=2, threshold=draw(st.sampled_from([0.0, 5.0])), **common)
     return ByteOptions(width=2, **common)

@@ -12,9 +12,19 @@ from .helpers import FilterOptions
 
 def _sensors(mgr):
     return [
-        mgr.add_sensor(sg.StateSensorOptions(key="x", index=[0, 1], delay=sg.Choice([0.1, 0.2]),
-                                             jitter=0.1, noise=sg.LogUniform(0.1, 1.0), random_walk=0.05,
-                                             bias=sg.Normal(0, 1), resolution=0.01, history_length=3)),
+        mgr.add_sensor(
+            sg.StateSensorOptions(
+                key="x",
+                index=[0, 1],
+                delay=sg.Choice([0.1, 0.2]),
+                jitter=0.1,
+                noise=sg.LogUniform(0.1, 1.0),
+                random_walk=0.05,
+                bias=sg.Normal(0, 1),
+                resolution=0.01,
+                history_length=3,
+            )
+        ),
         mgr.add_sensor(FilterOptions(width=2, alpha=0.5, noise=0.3, delay=0.1, physics_offset=1.0)),
     ]
 
@@ -29,18 +39,18 @@ def test_batched_equals_single_env_managers():
     x = torch.randn(b, 3, generator=g)
     batched.reset({"x": x})
     for i, m in enumerate(singles):
-        m.reset({"x": x[i:i + 1]})
+        m.reset({"x": x[i : i + 1]})
     for t in range(40):
         x = torch.randn(b, 3, generator=g)
         done = torch.rand(b, generator=g) < 0.2
         if t % 5 == 4:  # a non-advancing partial reset of some envs
             batched.reset({"x": x}, envs_idx=done)
             for i in torch.nonzero(done).flatten().tolist():
-                singles[i].reset({"x": x[i:i + 1]})
+                singles[i].reset({"x": x[i : i + 1]})
         else:  # a step with autoresets folded in
             batched.step({"x": x}, reset_mask=done)
             for i, m in enumerate(singles):
-                m.step({"x": x[i:i + 1]}, reset_mask=done[i:i + 1])
+                m.step({"x": x[i : i + 1]}, reset_mask=done[i : i + 1])
         for j, s in enumerate(bs):
             for i in range(b):
                 assert torch.equal(s.read()[i], ss[i][j].read()[0]), (t, j, i)

@@ -27,11 +27,18 @@ def rss_mb() -> float:
 def test_soak_100k_steps_with_random_partial_resets():
     mgr = sg.SensorManager(num_envs=B, dt=DT, seed=0)
     clean = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,)))
-    late = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,), delay=0.2, jitter=0.2,
-                                                history_length=3))
-    noisy = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,), noise=sg.LogUniform(0.01, 1.0),
-                                                 random_walk=0.01, bias=sg.Normal(0, 1),
-                                                 resolution=0.01, delay=sg.Choice([0.0, 0.1, 0.3])))
+    late = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,), delay=0.2, jitter=0.2, history_length=3))
+    noisy = mgr.add_sensor(
+        sg.StateSensorOptions(
+            key="x",
+            shape=(1,),
+            noise=sg.LogUniform(0.01, 1.0),
+            random_walk=0.01,
+            bias=sg.Normal(0, 1),
+            resolution=0.01,
+            delay=sg.Choice([0.0, 0.1, 0.3]),
+        )
+    )
     g = torch.Generator().manual_seed(1)
     # x = 1000 * episode + t encodes the episode and the time in it, exactly in float32 (< 2**24)
     t_ep = torch.zeros(B)

@@ -55,8 +55,12 @@ def test_random_walk_variance_grows_linearly_and_resets():
 
 @pytest.mark.parametrize(
     ("dist", "low", "high"),
-    [(sg.Uniform(0.1, 0.3), 0.1, 0.3), (sg.LogUniform(0.01, 1.0), 0.01, 1.0),
-     (sg.Normal(0.5, 0.1, low=0.3, high=0.7), 0.3, 0.7), (sg.Choice([0.1, 0.4]), 0.1, 0.4)],
+    [
+        (sg.Uniform(0.1, 0.3), 0.1, 0.3),
+        (sg.LogUniform(0.01, 1.0), 0.01, 1.0),
+        (sg.Normal(0.5, 0.1, low=0.3, high=0.7), 0.3, 0.7),
+        (sg.Choice([0.1, 0.4]), 0.1, 0.4),
+    ],
 )
 def test_randomized_noise_range_and_per_episode_resampling(dist, low, high):
     b = 2000
@@ -103,8 +107,11 @@ def test_randomized_noise_is_what_the_readings_show():
 def test_randomized_delay_per_env_in_steps_and_bias_per_component():
     b = 400
     mgr = sg.SensorManager(num_envs=b, dt=0.1, seed=4)
-    s = mgr.add_sensor(sg.StateSensorOptions(key="x", delay=sg.Choice([0.0, 0.1, 0.3]),
-                                             bias=[0.0, sg.Normal(0.0, 2.0)], shape=(2,)))
+    s = mgr.add_sensor(
+        sg.StateSensorOptions(
+            key="x", delay=sg.Choice([0.0, 0.1, 0.3]), bias=[0.0, sg.Normal(0.0, 2.0)], shape=(2,)
+        )
+    )
     ramp = lambda t: {"x": torch.full((b, 2), float(t))}  # noqa: E731
     mgr.reset(ramp(0))
     r = s.read_randomization()
@@ -128,8 +135,9 @@ def test_randomized_delay_per_env_in_steps_and_bias_per_component():
 def test_jitter_distribution_is_clamped_to_the_sampled_delay():
     b = 500
     mgr = sg.SensorManager(num_envs=b, dt=0.1, seed=5)
-    s = mgr.add_sensor(sg.StateSensorOptions(key="x", delay=sg.Uniform(0.0, 0.3),
-                                             jitter=sg.Uniform(0.0, 0.3)))
+    s = mgr.add_sensor(
+        sg.StateSensorOptions(key="x", delay=sg.Uniform(0.0, 0.3), jitter=sg.Uniform(0.0, 0.3))
+    )
     mgr.reset(_zeros(b))
     r = s.read_randomization()
     md = mgr.metadata(sg.StateSensor)
@@ -140,8 +148,11 @@ def test_jitter_distribution_is_clamped_to_the_sampled_delay():
 def test_same_seed_same_numbers_different_seed_different():
     def trace(seed):
         mgr = sg.SensorManager(num_envs=8, dt=0.1, seed=seed)
-        s = mgr.add_sensor(sg.StateSensorOptions(key="x", delay=sg.Uniform(0, 0.2), jitter=0.1,
-                                                 noise=sg.LogUniform(0.1, 1), random_walk=0.1))
+        s = mgr.add_sensor(
+            sg.StateSensorOptions(
+                key="x", delay=sg.Uniform(0, 0.2), jitter=0.1, noise=sg.LogUniform(0.1, 1), random_walk=0.1
+            )
+        )
         mgr.reset(_zeros(8))
         out = []
         for t in range(20):

@@ -15,8 +15,14 @@ from .registry import register_sensor_env
 __all__ = ["BatchedPendulumEnv", "ant_sensors", "register_sensor_env"]
 
 if "sensorgym/BatchedPendulum-v0" not in gym.registry:
-    gym.register("sensorgym/BatchedPendulum-v0",
-                 vector_entry_point="sensorgym.envs.batched_pendulum:BatchedPendulumEnv")
+    gym.register(
+        "sensorgym/BatchedPendulum-v0",
+        vector_entry_point="sensorgym.envs.batched_pendulum:BatchedPendulumEnv",
+    )
 
-register_sensor_env("sensorgym/AntSensors-v0", "Ant-v5", ant_sensors,
-                    policy=["imu", "foot_0", "foot_1", "foot_2", "foot_3", "encoders"])
+register_sensor_env(
+    "sensorgym/AntSensors-v0",
+    "Ant-v5",
+    ant_sensors,
+    policy=["imu", "foot_0", "foot_1", "foot_2", "foot_3", "encoders"],
+)

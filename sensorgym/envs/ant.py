@@ -28,12 +28,18 @@ ANT_JOINTS = ("hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3", "hip_4
 def ant_sensors() -> dict:
     """IMU + 4 foot contacts + 8 joint encoders, with realistic imperfections (dt = 0.05 s)."""
     sensors = {
-        "imu": IMUOptions(body="torso", acc_noise=0.1, gyro_noise=0.02, mag_noise=0.01,
-                          gyro_bias=Normal(0.0, 0.01), acc_random_walk=0.002,
-                          gyro_cross_axis_coupling=0.01, delay=Uniform(0.0, 0.05)),
+        "imu": IMUOptions(
+            body="torso",
+            acc_noise=0.1,
+            gyro_noise=0.02,
+            mag_noise=0.01,
+            gyro_bias=Normal(0.0, 0.01),
+            acc_random_walk=0.002,
+            gyro_cross_axis_coupling=0.01,
+            delay=Uniform(0.0, 0.05),
+        ),
     }
     for i, geom in enumerate(ANT_FEET):
         sensors[f"foot_{i}"] = ContactOptions(geom=geom, exclude_bodies=("torso",), noise=0.1, delay=0.05)
-    sensors["encoders"] = JointEncoderOptions(joints=ANT_JOINTS, resolution=2 * math.pi / 4096,
-                                              noise=0.002)
+    sensors["encoders"] = JointEncoderOptions(joints=ANT_JOINTS, resolution=2 * math.pi / 4096, noise=0.002)
     return sensors

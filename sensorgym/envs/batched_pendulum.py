@@ -48,8 +48,14 @@ class BatchedPendulumEnv(VectorEnv):
 
     dt = 0.05
 
-    def __init__(self, num_envs: int = 1, device: str | torch.device = "cpu", max_episode_steps: int = 200,
-                 autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP, g: float = 10.0) -> None:
+    def __init__(
+        self,
+        num_envs: int = 1,
+        device: str | torch.device = "cpu",
+        max_episode_steps: int = 200,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        g: float = 10.0,
+    ) -> None:
         self.num_envs = int(num_envs)
         self.device = torch.device(device)
         self.max_episode_steps = int(max_episode_steps)
@@ -88,8 +94,9 @@ class BatchedPendulumEnv(VectorEnv):
     def _as_mask(self, mask: Any) -> torch.Tensor:
         m = torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask, device=self.device)
         if m.dtype != torch.bool or m.shape != (self.num_envs,):
-            raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},), got "
-                             f"{tuple(m.shape)} {m.dtype}")
+            raise ValueError(
+                f"reset_mask must be a bool array of shape ({self.num_envs},), got {tuple(m.shape)} {m.dtype}"
+            )
         return m
 
     # -- gymnasium API -----------------------------------------------------------------------------------
@@ -104,12 +111,17 @@ class BatchedPendulumEnv(VectorEnv):
         return self._obs(), self._info()
 
     def step(self, actions: Any):
-        u = torch.as_tensor(np.asarray(actions) if not torch.is_tensor(actions) else actions,
-                            dtype=torch.float32, device=self.device).reshape(self.num_envs)
+        u = torch.as_tensor(
+            np.asarray(actions) if not torch.is_tensor(actions) else actions,
+            dtype=torch.float32,
+            device=self.device,
+        ).reshape(self.num_envs)
         mode = self.metadata["autoreset_mode"]
         if mode is AutoresetMode.DISABLED and bool(self._done.any()):
-            raise RuntimeError("BatchedPendulumEnv: step() on finished envs with autoreset disabled; "
-                               "call reset(options={'reset_mask': mask}) first.")
+            raise RuntimeError(
+                "BatchedPendulumEnv: step() on finished envs with autoreset disabled; "
+                "call reset(options={'reset_mask': mask}) first."
+            )
         u = u.clamp(-MAX_TORQUE, MAX_TORQUE)
         th, thdot = self.theta, self.theta_dot
         angle = torch.remainder(th + math.pi, 2 * math.pi) - math.pi

@@ -25,31 +25,59 @@ import gymnasium as gym
 __all__ = ["register_sensor_env"]
 
 
-def _single(base_id: str, sensors: Callable[[], dict], policy: Sequence[str] | None,
-            critic: Sequence[str] | None, **kwargs: Any) -> gym.Env:
+def _single(
+    base_id: str,
+    sensors: Callable[[], dict],
+    policy: Sequence[str] | None,
+    critic: Sequence[str] | None,
+    **kwargs: Any,
+) -> gym.Env:
     from ..wrappers import SingleEnvSensorObservation
 
-    sensor_kwargs = {k: kwargs.pop(k) for k in ("seed", "per_env_rng", "critic_randomization", "device")
-                     if k in kwargs}
-    return SingleEnvSensorObservation(gym.make(base_id, **kwargs), sensors(), policy=policy, critic=critic,
-                                      **sensor_kwargs)
+    sensor_kwargs = {
+        k: kwargs.pop(k) for k in ("seed", "per_env_rng", "critic_randomization", "device") if k in kwargs
+    }
+    return SingleEnvSensorObservation(
+        gym.make(base_id, **kwargs), sensors(), policy=policy, critic=critic, **sensor_kwargs
+    )
 
 
-def _vector(base_id: str, sensors: Callable[[], dict], policy: Sequence[str] | None,
-            critic: Sequence[str] | None, num_envs: int = 1, vectorization: str = "sync",
-            autoreset_mode: str | None = None, **kwargs: Any):
+def _vector(
+    base_id: str,
+    sensors: Callable[[], dict],
+    policy: Sequence[str] | None,
+    critic: Sequence[str] | None,
+    num_envs: int = 1,
+    vectorization: str = "sync",
+    autoreset_mode: str | None = None,
+    **kwargs: Any,
+):
     from ..wrappers import make_sensor_vec
 
-    sensor_kwargs = {k: kwargs.pop(k) for k in ("seed", "per_env_rng", "critic_randomization", "device")
-                     if k in kwargs}
-    return make_sensor_vec(base_id, num_envs, sensors(), vectorization_mode=vectorization,
-                           autoreset_mode=autoreset_mode, env_kwargs=kwargs, policy=policy, critic=critic,
-                           **sensor_kwargs)
+    sensor_kwargs = {
+        k: kwargs.pop(k) for k in ("seed", "per_env_rng", "critic_randomization", "device") if k in kwargs
+    }
+    return make_sensor_vec(
+        base_id,
+        num_envs,
+        sensors(),
+        vectorization_mode=vectorization,
+        autoreset_mode=autoreset_mode,
+        env_kwargs=kwargs,
+        policy=policy,
+        critic=critic,
+        **sensor_kwargs,
+    )
 
 
-def register_sensor_env(env_id: str, base_id: str, sensors: Callable[[], dict],
-                        policy: Sequence[str] | None = None, critic: Sequence[str] | None = None,
-                        max_episode_steps: int | None = None) -> None:
+def register_sensor_env(
+    env_id: str,
+    base_id: str,
+    sensors: Callable[[], dict],
+    policy: Sequence[str] | None = None,
+    critic: Sequence[str] | None = None,
+    max_episode_steps: int | None = None,
+) -> None:
     """Register ``env_id`` (single and vector forms) as ``base_id`` observed through ``sensors()``."""
     if env_id in gym.registry:
         return

@@ -43,8 +43,10 @@ class EnvAttributeOptions(StateSensorOptions):
 
     def _validate(self) -> None:
         if not isinstance(self.attr, str) or not self.attr:
-            raise TypeError(f"EnvAttributeOptions.attr={self.attr!r} is invalid: expected the name of an "
-                            "attribute of env.unwrapped. Fix: pass e.g. attr='state'.")
+            raise TypeError(
+                f"EnvAttributeOptions.attr={self.attr!r} is invalid: expected the name of an "
+                "attribute of env.unwrapped. Fix: pass e.g. attr='state'."
+            )
         if not self.key:
             object.__setattr__(self, "key", f"attr.{self.attr}")
         if self.shape is not None and self.index is not None:
@@ -69,7 +71,9 @@ class EnvAttributeSensor(StateSensor):
         for o in options:
             value = getattr(base, o.attr, None)
             if value is None:
-                raise ValueError(f"EnvAttributeSensor: env.unwrapped.{o.attr} is missing or None; "
-                                 f"{type(base).__name__} has no such attribute set at this point.")
+                raise ValueError(
+                    f"EnvAttributeSensor: env.unwrapped.{o.attr} is missing or None; "
+                    f"{type(base).__name__} has no such attribute set at this point."
+                )
             out[o.key] = np.asarray(value, dtype=np.float32)
         return out

@@ -39,8 +39,13 @@ class _TargetOptions(MujocoSensorOptions):
 
     def _validate(self) -> None:
         if (self.body is None) == (self.geom is None):
-            raise option_error(type(self).__name__, "body/geom", (self.body, self.geom),
-                               "give exactly one target", "pass body='torso' or geom='left_ankle_geom'")
+            raise option_error(
+                type(self).__name__,
+                "body/geom",
+                (self.body, self.geom),
+                "give exactly one target",
+                "pass body='torso' or geom='left_ankle_geom'",
+            )
         object.__setattr__(self, "exclude_bodies", tuple(self.exclude_bodies))
         super()._validate()
 
@@ -55,7 +60,9 @@ class _TargetOptions(MujocoSensorOptions):
             else:
                 g = name_to_id(model, mujoco.mjtObj.mjOBJ_GEOM, self.geom, f"{type(self).__name__}.geom")
                 geoms, body = np.array([g]), int(model.geom_bodyid[g])
-            excl = {name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, b, "exclude_bodies") for b in self.exclude_bodies}
+            excl = {
+                name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, b, "exclude_bodies") for b in self.exclude_bodies
+            }
             return geoms, body, excl
 
         return cached(model, ("target", self), build)
@@ -118,8 +125,9 @@ class ContactSensor(MujocoSensor):
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
         if "threshold" not in md.constants:
-            md.constants["threshold"] = torch.tensor([[s.options.threshold for s in md.sensors]],
-                                                     dtype=torch.float32, device=md.device)
+            md.constants["threshold"] = torch.tensor(
+                [[s.options.threshold for s in md.sensors]], dtype=torch.float32, device=md.device
+            )
         out = timeline.at(0)
         torch.gt(data, md.constants["threshold"], out=out)
         return out
@@ -141,11 +149,21 @@ class ContactForceOptions(_TargetOptions):
 
     def _validate(self) -> None:
         if not self.max_force > 0:
-            raise option_error("ContactForceOptions", "max_force", self.max_force, "it must be > 0",
-                               "use math.inf for no saturation")
+            raise option_error(
+                "ContactForceOptions",
+                "max_force",
+                self.max_force,
+                "it must be > 0",
+                "use math.inf for no saturation",
+            )
         if not 0 <= self.min_force < self.max_force:
-            raise option_error("ContactForceOptions", "min_force", self.min_force,
-                               "it must satisfy 0 <= min_force < max_force", "use 0.0 for no deadband")
+            raise option_error(
+                "ContactForceOptions",
+                "min_force",
+                self.min_force,
+                "it must satisfy 0 <= min_force < max_force",
+                "use 0.0 for no deadband",
+            )
         object.__setattr__(self, "max_force", float(self.max_force))
         object.__setattr__(self, "min_force", float(self.min_force))
         super()._validate()

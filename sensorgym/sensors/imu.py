@@ -41,7 +41,14 @@ class IMUReading(NamedTuple):
 def euler_to_matrix(euler_deg: Any) -> np.ndarray:
     """Rotation matrix of intrinsic x-y-z Euler angles in degrees."""
     ax, ay, az = (math.radians(float(a)) for a in euler_deg)
-    cx, sx, cy, sy, cz, sz = math.cos(ax), math.sin(ax), math.cos(ay), math.sin(ay), math.cos(az), math.sin(az)
+    cx, sx, cy, sy, cz, sz = (
+        math.cos(ax),
+        math.sin(ax),
+        math.cos(ay),
+        math.sin(ay),
+        math.cos(az),
+        math.sin(az),
+    )
     rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
     ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
     rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
@@ -104,12 +111,15 @@ class IMUOptions(MujocoSensorOptions):
 
     def _validate(self) -> None:
         if not isinstance(self.body, str) or not self.body:
-            raise TypeError(f"IMUOptions.body={self.body!r} is invalid: expected a body name. Fix: pass "
-                            "body='torso'.")
+            raise TypeError(
+                f"IMUOptions.body={self.body!r} is invalid: expected a body name. Fix: pass body='torso'."
+            )
         for name in ("pos_offset", "euler_offset", "magnetic_field"):
             v = getattr(self, name)
             if np.shape(v) != (3,) or not np.all(np.isfinite(np.asarray(v, dtype=float))):
-                raise option_error("IMUOptions", name, v, "expected 3 finite numbers", f"pass {name}=(x, y, z)")
+                raise option_error(
+                    "IMUOptions", name, v, "expected 3 finite numbers", f"pass {name}=(x, y, z)"
+                )
             object.__setattr__(self, name, tuple(float(x) for x in v))
         for f in FIELDS:
             name = f"{f}_cross_axis_coupling"
@@ -127,8 +137,13 @@ class IMUOptions(MujocoSensorOptions):
         base = getattr(self, kind)
         if isinstance(base, (tuple, list)):
             if len(base) not in (1, 9):
-                raise option_error("IMUOptions", kind, base, "an IMU has 9 components (acc, gyro, mag)",
-                                   "give 1 or 9 values, or use the per-field options")
+                raise option_error(
+                    "IMUOptions",
+                    kind,
+                    base,
+                    "an IMU has 9 components (acc, gyro, mag)",
+                    "give 1 or 9 values, or use the per-field options",
+                )
             base = tuple(base) * (9 if len(base) == 1 else 1)
         else:
             base = (base,) * 9
@@ -139,9 +154,14 @@ class IMUOptions(MujocoSensorOptions):
                 continue
             vals = tuple(v) if isinstance(v, (tuple, list, np.ndarray)) else (v,) * 3
             if len(vals) != 3:
-                raise option_error("IMUOptions", f"{f}_{kind}", v, "expected a scalar, a distribution or 3 "
-                                   "values", f"pass {f}_{kind}=0.01 or (x, y, z)")
-            out[3 * i:3 * i + 3] = vals
+                raise option_error(
+                    "IMUOptions",
+                    f"{f}_{kind}",
+                    v,
+                    "expected a scalar, a distribution or 3 values",
+                    f"pass {f}_{kind}=0.01 or (x, y, z)",
+                )
+            out[3 * i : 3 * i + 3] = vals
         return tuple(out)
 
 
@@ -160,7 +180,12 @@ class IMUSensor(MujocoSensor):
 
         def build():
             body = name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, o.body, "IMUOptions.body")
-            return body, euler_to_matrix(o.euler_offset), np.asarray(o.pos_offset), np.asarray(o.magnetic_field)
+            return (
+                body,
+                euler_to_matrix(o.euler_offset),
+                np.asarray(o.pos_offset),
+                np.asarray(o.magnetic_field),
+            )
 
         body, r_mount, r, field = cached(model, ("imu", o), build)
         vel, acc = np.zeros(6), np.zeros(6)
@@ -175,11 +200,18 @@ class IMUSensor(MujocoSensor):
     def _coupling(cls, md: Any) -> torch.Tensor | None:
         """``(n_sensors, 3 fields, 3, 3)`` coupling matrices, or None when all are identity."""
         if "coupling" not in md.constants:
-            mats = np.stack([np.stack([coupling_matrix(getattr(s.options, f"{f}_cross_axis_coupling"), f)
-                                       for f in FIELDS]) for s in md.sensors])
+            mats = np.stack(
+                [
+                    np.stack(
+                        [coupling_matrix(getattr(s.options, f"{f}_cross_axis_coupling"), f) for f in FIELDS]
+                    )
+                    for s in md.sensors
+                ]
+            )
             ident = np.allclose(mats, np.eye(3))
-            md.constants["coupling"] = None if ident else torch.tensor(mats, dtype=torch.float32,
-                                                                       device=md.device)
+            md.constants["coupling"] = (
+                None if ident else torch.tensor(mats, dtype=torch.float32, device=md.device)
+            )
         return md.constants["coupling"]
 
     @classmethod

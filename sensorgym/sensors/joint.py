@@ -29,9 +29,18 @@ class _JointOptions(MujocoSensorOptions):
     joints: tuple[str, ...]
 
     def _validate(self) -> None:
-        if isinstance(self.joints, str) or not self.joints or not all(isinstance(j, str) for j in self.joints):
-            raise option_error(type(self).__name__, "joints", self.joints, "expected a non-empty list of "
-                               "joint names", "pass joints=['hip_1', 'ankle_1']")
+        if (
+            isinstance(self.joints, str)
+            or not self.joints
+            or not all(isinstance(j, str) for j in self.joints)
+        ):
+            raise option_error(
+                type(self).__name__,
+                "joints",
+                self.joints,
+                "expected a non-empty list of joint names",
+                "pass joints=['hip_1', 'ankle_1']",
+            )
         object.__setattr__(self, "joints", tuple(self.joints))
         super()._validate()
 
@@ -42,7 +51,10 @@ class _JointOptions(MujocoSensorOptions):
             out = []
             for name in self.joints:
                 j = name_to_id(model, mujoco.mjtObj.mjOBJ_JOINT, name, f"{type(self).__name__}.joints")
-                if int(model.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                if int(model.jnt_type[j]) not in (
+                    int(mujoco.mjtJoint.mjJNT_HINGE),
+                    int(mujoco.mjtJoint.mjJNT_SLIDE),
+                ):
                     raise ValueError(f"{type(self).__name__}.joints: {name!r} is not a hinge or slide joint.")
                 out.append(model.jnt_qposadr[j] if kind == "qpos" else model.jnt_dofadr[j])
             return np.array(out, dtype=np.int64)

@@ -36,9 +36,11 @@ def mj_handles(env: Any) -> tuple[Any, Any]:
     base = getattr(env, "unwrapped", env)
     model, data = getattr(base, "model", None), getattr(base, "data", None)
     if model is None or data is None or not hasattr(data, "qpos"):
-        raise TypeError(f"{type(base).__name__} is not a MuJoCo env: the catalog sensors need "
-                        "env.unwrapped.model and env.unwrapped.data (gymnasium MujocoEnv or the sensorgym "
-                        "reference envs).")
+        raise TypeError(
+            f"{type(base).__name__} is not a MuJoCo env: the catalog sensors need "
+            "env.unwrapped.model and env.unwrapped.data (gymnasium MujocoEnv or the sensorgym "
+            "reference envs)."
+        )
     return model, data
 
 
@@ -56,11 +58,14 @@ def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
 
     idx = mujoco.mj_name2id(model, objtype, name)
     if idx < 0:
-        n = {mujoco.mjtObj.mjOBJ_BODY: model.nbody, mujoco.mjtObj.mjOBJ_GEOM: model.ngeom,
-             mujoco.mjtObj.mjOBJ_JOINT: model.njnt, mujoco.mjtObj.mjOBJ_CAMERA: model.ncam}.get(objtype, 0)
+        n = {
+            mujoco.mjtObj.mjOBJ_BODY: model.nbody,
+            mujoco.mjtObj.mjOBJ_GEOM: model.ngeom,
+            mujoco.mjtObj.mjOBJ_JOINT: model.njnt,
+            mujoco.mjtObj.mjOBJ_CAMERA: model.ncam,
+        }.get(objtype, 0)
         names = [mujoco.mj_id2name(model, objtype, i) for i in range(n)]
-        raise ValueError(f"{what}={name!r}: no such name in the model; available: "
-                         f"{[x for x in names if x]}.")
+        raise ValueError(f"{what}={name!r}: no such name in the model; available: {[x for x in names if x]}.")
     return idx
 
 
@@ -103,8 +108,10 @@ class MujocoSensor(SimpleSensor):
     @classmethod
     def _extract_state(cls, env: Any, options: list) -> dict[str, np.ndarray]:
         model, data = mj_handles(env)
-        return {state_key(o): np.asarray(cls._measure(model, data, o), dtype=np.float32).reshape(-1)
-                for o in options}
+        return {
+            state_key(o): np.asarray(cls._measure(model, data, o), dtype=np.float32).reshape(-1)
+            for o in options
+        }
 
     @classmethod
     def _get_cache_dtype(cls) -> torch.dtype:
@@ -127,8 +134,9 @@ class MujocoSensor(SimpleSensor):
             width = s.cache_slice.stop - s.cache_slice.start
             shape = tuple(np.shape(state[key]))
             if len(shape) != 2 or shape[0] != md.num_envs or shape[1] != width:
-                raise ValueError(f"sensor {s.name!r}: measurement of shape {shape}, expected "
-                                 f"({md.num_envs}, {width}).")
+                raise ValueError(
+                    f"sensor {s.name!r}: measurement of shape {shape}, expected ({md.num_envs}, {width})."
+                )
 
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:

@@ -51,31 +51,39 @@ class StateSensorOptions(SimpleSensorOptions):
     def _validate(self) -> None:
         super()._validate()
         if not isinstance(self.key, str) or not self.key:
-            raise TypeError(f"StateSensorOptions.key={self.key!r} is invalid: expected a non-empty str. "
-                            "Fix: pass key='obs' or the name of an info entry.")
+            raise TypeError(
+                f"StateSensorOptions.key={self.key!r} is invalid: expected a non-empty str. "
+                "Fix: pass key='obs' or the name of an info entry."
+            )
         if self.shape is not None:
             shape = tuple(self.shape) if isinstance(self.shape, Sequence) else (self.shape,)
-            if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
-                       for d in shape):
-                raise ValueError(f"StateSensorOptions.shape={self.shape!r} is invalid: dimensions must "
-                                 "be positive ints. Fix: pass e.g. shape=(3,) or leave it None to infer.")
+            if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0 for d in shape):
+                raise ValueError(
+                    f"StateSensorOptions.shape={self.shape!r} is invalid: dimensions must "
+                    "be positive ints. Fix: pass e.g. shape=(3,) or leave it None to infer."
+                )
             object.__setattr__(self, "shape", tuple(int(d) for d in shape))
         if self.index is not None:
             idx = tuple(self.index) if isinstance(self.index, Sequence) else (self.index,)
-            if not idx or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
-                                  for i in idx):
-                raise ValueError(f"StateSensorOptions.index={self.index!r} is invalid: expected a "
-                                 "non-empty list of ints. Fix: pass e.g. index=[0, 1].")
+            if not idx or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in idx):
+                raise ValueError(
+                    f"StateSensorOptions.index={self.index!r} is invalid: expected a "
+                    "non-empty list of ints. Fix: pass e.g. index=[0, 1]."
+                )
             object.__setattr__(self, "index", tuple(int(i) for i in idx))
 
 
 def _entry(state: Any, key: str, sensor: str) -> Any:
     if not isinstance(state, Mapping):
-        raise TypeError(f"sensor {sensor!r} reads state[{key!r}] but the state is a "
-                        f"{type(state).__name__}, not a mapping. Fix: pass a dict like {{{key!r}: array}}.")
+        raise TypeError(
+            f"sensor {sensor!r} reads state[{key!r}] but the state is a "
+            f"{type(state).__name__}, not a mapping. Fix: pass a dict like {{{key!r}: array}}."
+        )
     if key not in state:
-        raise ValueError(f"sensor {sensor!r}: state has no key {key!r} (keys: {sorted(state)}). Fix: "
-                         "put it into the state mapping or change StateSensorOptions.key.")
+        raise ValueError(
+            f"sensor {sensor!r}: state has no key {key!r} (keys: {sorted(state)}). Fix: "
+            "put it into the state mapping or change StateSensorOptions.key."
+        )
     return state[key]
 
 
@@ -94,31 +102,42 @@ class StateSensor(SimpleSensor):
             src_shape = tuple(np.shape(state[o.key]))
             n = self._manager.num_envs
             if not src_shape or src_shape[0] != n:
-                raise ValueError(f"sensor {self.name!r}: state[{o.key!r}] has shape {src_shape}; "
-                                 f"expected a leading batch axis of num_envs={n}.")
+                raise ValueError(
+                    f"sensor {self.name!r}: state[{o.key!r}] has shape {src_shape}; "
+                    f"expected a leading batch axis of num_envs={n}."
+                )
             self._state_shape = src_shape[1:]
         if o.index is not None:
             if self._state_shape is not None:
                 last = self._state_shape[-1] if self._state_shape else 1
                 bad = [i for i in o.index if not -last <= i < last]
                 if bad:
-                    raise ValueError(f"sensor {self.name!r}: index {bad} out of range for the last axis "
-                                     f"of state[{o.key!r}] (size {last}).")
-            inferred = ((*self._state_shape[:-1], len(o.index)) if self._state_shape
-                        else (len(o.index),)) if self._state_shape is not None else None
+                    raise ValueError(
+                        f"sensor {self.name!r}: index {bad} out of range for the last axis "
+                        f"of state[{o.key!r}] (size {last})."
+                    )
+            inferred = (
+                ((*self._state_shape[:-1], len(o.index)) if self._state_shape else (len(o.index),))
+                if self._state_shape is not None
+                else None
+            )
         else:
             inferred = self._state_shape
         if o.shape is not None:
             if inferred is not None and math.prod(inferred) != math.prod(o.shape):
-                raise ValueError(f"sensor {self.name!r}: shape={o.shape} does not match "
-                                 f"state[{o.key!r}] (per-env shape {inferred}).")
+                raise ValueError(
+                    f"sensor {self.name!r}: shape={o.shape} does not match "
+                    f"state[{o.key!r}] (per-env shape {inferred})."
+                )
             self._shape = o.shape
         elif inferred is not None:
             self._shape = inferred if inferred else (1,)
         else:
-            raise ValueError(f"sensor {self.name!r}: cannot infer its shape: state[{o.key!r}] is not "
-                             "available at build. Fix: pass shape=... in StateSensorOptions or call "
-                             "reset(state) with that key present.")
+            raise ValueError(
+                f"sensor {self.name!r}: cannot infer its shape: state[{o.key!r}] is not "
+                "available at build. Fix: pass shape=... in StateSensorOptions or call "
+                "reset(state) with that key present."
+            )
         self._width = math.prod(self._shape)
         self._index_t: torch.Tensor | None = None
 
@@ -136,13 +155,15 @@ class StateSensor(SimpleSensor):
             o = s.options
             shape = tuple(np.shape(_entry(state, o.key, s.name)))
             if not shape or shape[0] != b:
-                raise ValueError(f"sensor {s.name!r}: state[{o.key!r}] has shape {shape}; "
-                                 f"expected (num_envs={b}, ...).")
-            width = math.prod(shape[1:-1]) * len(o.index) if o.index is not None else \
-                math.prod(shape[1:])
+                raise ValueError(
+                    f"sensor {s.name!r}: state[{o.key!r}] has shape {shape}; expected (num_envs={b}, ...)."
+                )
+            width = math.prod(shape[1:-1]) * len(o.index) if o.index is not None else math.prod(shape[1:])
             if width != s._width:
-                raise ValueError(f"sensor {s.name!r}: state[{o.key!r}] has {width} values per env "
-                                 f"after index selection; the sensor's shape {s._shape} needs {s._width}.")
+                raise ValueError(
+                    f"sensor {s.name!r}: state[{o.key!r}] has {width} values per env "
+                    f"after index selection; the sensor's shape {s._shape} needs {s._width}."
+                )
 
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
@@ -163,7 +184,7 @@ class StateSensor(SimpleSensor):
         n = t.shape[-1]
         first = idx[0] % n
         if all((i % n) == first + k for k, i in enumerate(idx)):
-            return t[..., first:first + len(idx)]
+            return t[..., first : first + len(idx)]
         if self._index_t is None or self._index_t.device != t.device:
             self._index_t = torch.tensor(idx, dtype=torch.long, device=t.device)
         return t.index_select(-1, self._index_t)

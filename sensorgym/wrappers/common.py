@@ -19,8 +19,9 @@ from .state import EXTRACTOR_KEY
 __all__ = ["check_sensors", "clean_info", "extract_state", "infer_dt", "template_state"]
 
 
-def check_sensors(sensors: Any, policy: Sequence[str] | None, critic: Sequence[str] | None
-                  ) -> tuple[dict[str, SensorOptions], list[str], list[str]]:
+def check_sensors(
+    sensors: Any, policy: Sequence[str] | None, critic: Sequence[str] | None
+) -> tuple[dict[str, SensorOptions], list[str], list[str]]:
     if not isinstance(sensors, Mapping) or not sensors:
         raise TypeError(
             f"sensors={sensors!r}: expected a non-empty mapping of name -> options. Fix: pass e.g. "

@@ -95,14 +95,21 @@ def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.
     dtype = type(sensor)._get_cache_dtype()
     same_space = sensor.cache_slice.stop - sensor.cache_slice.start == lo.size
     if isinstance(o, SimpleSensorOptions) and dtype.is_floating_point and same_space:
+
         def per_comp(value: Any) -> list[tuple[float, float]]:
             vals = value if isinstance(value, tuple) else (value,)
             vals = vals * lo.size if len(vals) == 1 else vals
             return [bounds_of(v) for v in vals]
 
-        for i, ((_, n_hi), (_, w_hi), (b_lo, b_hi), (_, r_hi)) in enumerate(zip(
-                per_comp(o.noise), per_comp(o.random_walk), per_comp(o.bias), per_comp(o.resolution),
-                strict=True)):
+        for i, ((_, n_hi), (_, w_hi), (b_lo, b_hi), (_, r_hi)) in enumerate(
+            zip(
+                per_comp(o.noise),
+                per_comp(o.random_walk),
+                per_comp(o.bias),
+                per_comp(o.resolution),
+                strict=True,
+            )
+        ):
             if n_hi > 0 or w_hi > 0 or not (math.isfinite(b_lo) and math.isfinite(b_hi)):
                 lo[i], hi[i] = -np.inf, np.inf
                 continue

@@ -48,6 +48,12 @@ def make_sensor_vec(
     wrappers = list(wrappers or [])
     if needs_extraction(sensors):
         wrappers.append(functools.partial(SimStateExtractor, sensors=dict(sensors)))
-    envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=vectorization_mode,
-                        vector_kwargs=vector_kwargs, wrappers=wrappers or None, **(env_kwargs or {}))
+    envs = gym.make_vec(
+        env_id,
+        num_envs=num_envs,
+        vectorization_mode=vectorization_mode,
+        vector_kwargs=vector_kwargs,
+        wrappers=wrappers or None,
+        **(env_kwargs or {}),
+    )
     return SensorObservation(envs, sensors, **sensor_kwargs)

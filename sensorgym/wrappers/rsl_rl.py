@@ -43,8 +43,9 @@ class RslRlVecEnv(VecEnv):
         device: device of the returned tensors (default: the env's device, else CPU).
     """
 
-    def __init__(self, venv: VectorEnv, max_episode_length: int | None = None,
-                 device: str | torch.device | None = None) -> None:
+    def __init__(
+        self, venv: VectorEnv, max_episode_length: int | None = None, device: str | torch.device | None = None
+    ) -> None:
         self._stepper = SameStepStepper(venv, "RslRlVecEnv", device)
         self.venv = venv
         self.num_envs = venv.num_envs

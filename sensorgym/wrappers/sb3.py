@@ -84,8 +84,9 @@ class SB3VecEnv(VecEnv):
 
     # -- VecEnv API ------------------------------------------------------------------------------------
     def reset(self):
-        seeds = None if all(s is None for s in self._seeds) else [
-            s if s is not None else 0 for s in self._seeds]
+        seeds = (
+            None if all(s is None for s in self._seeds) else [s if s is not None else 0 for s in self._seeds]
+        )
         options = self._options[0] if self._options and self._options[0] else None
         obs, info = self.venv.reset(seed=seeds, options=options)
         self.reset_infos = [unbatch_info(info, i) for i in range(self.num_envs)]
@@ -152,8 +153,9 @@ class SB3VecEnv(VecEnv):
             current[i] = value
         base.set_attr(attr_name, current)
 
-    def env_method(self, method_name: str, *method_args: Any, indices: Any = None,
-                   **method_kwargs: Any) -> list[Any]:
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any
+    ) -> list[Any]:
         base = self._sub_envs()
         results = list(base.call(method_name, *method_args, **method_kwargs))
         return [results[i] for i in self._get_indices(indices)]
@@ -169,8 +171,10 @@ class KeysExtractor(BaseFeaturesExtractor):
     def __init__(self, observation_space: gym.spaces.Dict, keys: Sequence[str]) -> None:
         missing = [k for k in keys if k not in observation_space.spaces]
         if missing:
-            raise ValueError(f"KeysExtractor: keys {missing} are not in the observation space "
-                             f"{list(observation_space.spaces)}.")
+            raise ValueError(
+                f"KeysExtractor: keys {missing} are not in the observation space "
+                f"{list(observation_space.spaces)}."
+            )
         dim = sum(get_flattened_obs_dim(observation_space[k]) for k in keys)
         super().__init__(observation_space, features_dim=dim)
         self.keys = tuple(keys)
@@ -182,8 +186,14 @@ class KeysExtractor(BaseFeaturesExtractor):
 class _TwoInputMlp(nn.Module):
     """``MlpExtractor``'s interface with separate input sizes for the actor and the critic."""
 
-    def __init__(self, pi_dim: int, vf_dim: int, net_arch: dict[str, list[int]],
-                 activation_fn: type[nn.Module], device: torch.device | str) -> None:
+    def __init__(
+        self,
+        pi_dim: int,
+        vf_dim: int,
+        net_arch: dict[str, list[int]],
+        activation_fn: type[nn.Module],
+        device: torch.device | str,
+    ) -> None:
         super().__init__()
         pi, vf = net_arch.get("pi", []), net_arch.get("vf", [])
         self.policy_net = nn.Sequential(*create_mlp(pi_dim, -1, pi, activation_fn)).to(device)
@@ -213,9 +223,16 @@ class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
     Example: see the module docstring.
     """
 
-    def __init__(self, observation_space: gym.spaces.Dict, action_space: gym.spaces.Space, lr_schedule: Any,
-                 *args: Any, actor_keys: Sequence[str] = ("policy",),
-                 critic_keys: Sequence[str] = ("policy", "critic"), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        observation_space: gym.spaces.Dict,
+        action_space: gym.spaces.Space,
+        lr_schedule: Any,
+        *args: Any,
+        actor_keys: Sequence[str] = ("policy",),
+        critic_keys: Sequence[str] = ("policy", "critic"),
+        **kwargs: Any,
+    ) -> None:
         self.actor_keys, self.critic_keys = tuple(actor_keys), tuple(critic_keys)
         kwargs["share_features_extractor"] = False
         super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
@@ -226,9 +243,13 @@ class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
         self.vf_features_extractor = KeysExtractor(self.observation_space, self.critic_keys)
         self.features_extractor = self.pi_features_extractor
         arch = self.net_arch if isinstance(self.net_arch, dict) else dict(pi=self.net_arch, vf=self.net_arch)
-        self.mlp_extractor = _TwoInputMlp(self.pi_features_extractor.features_dim,
-                                          self.vf_features_extractor.features_dim, arch,
-                                          self.activation_fn, self.device)
+        self.mlp_extractor = _TwoInputMlp(
+            self.pi_features_extractor.features_dim,
+            self.vf_features_extractor.features_dim,
+            arch,
+            self.activation_fn,
+            self.device,
+        )
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

@@ -67,8 +67,15 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         per_env_rng: bool = False,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
-            self, sensors=sensors, dt=dt, device=device, seed=seed, policy=policy, critic=critic,
-            critic_env_obs=critic_env_obs, critic_randomization=critic_randomization,
+            self,
+            sensors=sensors,
+            dt=dt,
+            device=device,
+            seed=seed,
+            policy=policy,
+            critic=critic,
+            critic_env_obs=critic_env_obs,
+            critic_randomization=critic_randomization,
             per_env_rng=per_env_rng,
         )
         gym.Wrapper.__init__(self, env)
@@ -80,9 +87,15 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.manager = SensorManager(1, self.dt, device=device, seed=seed, per_env_rng=per_env_rng)
         self.sensors = {name: self.manager.add_sensor(opts, name=name) for name, opts in sensors.items()}
         self.manager.build(template_state(self.sensors, inner_space, 1))
-        self.layout = ObservationLayout(self.manager, self.sensors, policy, critic, inner_space,
-                                        include_env_obs=critic_env_obs,
-                                        include_randomization=critic_randomization)
+        self.layout = ObservationLayout(
+            self.manager,
+            self.sensors,
+            policy,
+            critic,
+            inner_space,
+            include_env_obs=critic_env_obs,
+            include_randomization=critic_randomization,
+        )
         self.observation_space = self.layout.space
 
     def _state(self, obs: Any, info: Mapping) -> dict:

@@ -50,8 +50,9 @@ def _copy_mask(mask: Any) -> Any:
 def _like(mask: Any, ref: Any) -> Any:
     """``mask`` as the same kind of array as ``ref`` (numpy or a torch tensor on its device)."""
     if torch.is_tensor(ref):
-        return torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask,
-                               device=ref.device).bool()
+        return torch.as_tensor(
+            np.asarray(mask) if not torch.is_tensor(mask) else mask, device=ref.device
+        ).bool()
     return mask.detach().cpu().numpy().astype(bool) if torch.is_tensor(mask) else np.asarray(mask, bool)
 
 
@@ -95,8 +96,15 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         per_env_rng: bool = False,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
-            self, sensors=sensors, dt=dt, device=device, seed=seed, policy=policy, critic=critic,
-            critic_env_obs=critic_env_obs, critic_randomization=critic_randomization,
+            self,
+            sensors=sensors,
+            dt=dt,
+            device=device,
+            seed=seed,
+            policy=policy,
+            critic=critic,
+            critic_env_obs=critic_env_obs,
+            critic_randomization=critic_randomization,
             per_env_rng=per_env_rng,
         )
         if not isinstance(env, VectorEnv):
@@ -119,13 +127,20 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         if device is None:
             device = getattr(env.unwrapped, "device", None) or "cpu"
         inner_space = env.single_observation_space
-        self.manager = SensorManager(self.num_envs, self.dt, device=device, seed=seed,
-                                     per_env_rng=per_env_rng)
+        self.manager = SensorManager(
+            self.num_envs, self.dt, device=device, seed=seed, per_env_rng=per_env_rng
+        )
         self.sensors = {name: self.manager.add_sensor(opts, name=name) for name, opts in sensors.items()}
         self.manager.build(template_state(self.sensors, inner_space, self.num_envs))
-        self.layout = ObservationLayout(self.manager, self.sensors, policy, critic, inner_space,
-                                        include_env_obs=critic_env_obs,
-                                        include_randomization=critic_randomization)
+        self.layout = ObservationLayout(
+            self.manager,
+            self.sensors,
+            policy,
+            critic,
+            inner_space,
+            include_env_obs=critic_env_obs,
+            include_randomization=critic_randomization,
+        )
         self.single_observation_space = self.layout.space
         self.observation_space = batch_space(self.layout.space, self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
@@ -168,8 +183,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
     @staticmethod
     def _done(terminations: Any, truncations: Any) -> np.ndarray:
         done = terminations | truncations
-        return done.detach().cpu().numpy().astype(bool) if torch.is_tensor(done) else np.asarray(done,
-                                                                                                 bool)
+        return done.detach().cpu().numpy().astype(bool) if torch.is_tensor(done) else np.asarray(done, bool)
 
     def _observation(self, obs: Any) -> dict[str, Any]:
         env_flat = None

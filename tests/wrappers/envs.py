@@ -16,10 +16,12 @@ class RampEnv(gym.Env):
         self.p_end, self.max_steps, self.dict_obs = p_end, max_steps, dict_obs
         box = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
         if dict_obs:
-            self.observation_space = gym.spaces.Dict({
-                "pos": gym.spaces.Box(-10.0, 10.0, (2,), np.float32),
-                "vel": gym.spaces.Box(-np.inf, np.inf, (1,), np.float32),
-            })
+            self.observation_space = gym.spaces.Dict(
+                {
+                    "pos": gym.spaces.Box(-10.0, 10.0, (2,), np.float32),
+                    "vel": gym.spaces.Box(-np.inf, np.inf, (1,), np.float32),
+                }
+            )
         else:
             self.observation_space = box
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -27,8 +29,10 @@ class RampEnv(gym.Env):
 
     def _obs(self):
         if self.dict_obs:
-            return {"pos": np.array([np.clip(self.x, -10, 10), self.t / 10], np.float32),
-                    "vel": np.array([self.v], np.float32)}
+            return {
+                "pos": np.array([np.clip(self.x, -10, 10), self.t / 10], np.float32),
+                "vel": np.array([self.v], np.float32),
+            }
         return np.array([self.episode, self.t, self.x], np.float32)
 
     def reset(self, *, seed=None, options=None):

@@ -11,14 +11,14 @@ import sensorgym as sg
 from sensorgym.envs import BatchedPendulumEnv
 from sensorgym.wrappers import SensorObservation, make_sensor_vec
 
-SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.02, delay=0.05,
-                                          history_length=2)}
+SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.02, delay=0.05, history_length=2)}
 N = 8
 
 
 def _torch_env():
-    return SensorObservation(BatchedPendulumEnv(N, autoreset_mode="SameStep", max_episode_steps=12),
-                             SENSORS, seed=0)
+    return SensorObservation(
+        BatchedPendulumEnv(N, autoreset_mode="SameStep", max_episode_steps=12), SENSORS, seed=0
+    )
 
 
 def _param_snapshot(module: nn.Module) -> list[torch.Tensor]:
@@ -37,10 +37,15 @@ def test_rsl_rl_runner_one_iteration():
 
     env = RslRlVecEnv(_torch_env())
     cfg = {
-        "num_steps_per_env": 16, "save_interval": 1000, "obs_groups": dict(OBS_GROUPS),
+        "num_steps_per_env": 16,
+        "save_interval": 1000,
+        "obs_groups": dict(OBS_GROUPS),
         "algorithm": {"class_name": "PPO", "num_learning_epochs": 1, "num_mini_batches": 2},
-        "actor": {"class_name": "MLPModel", "hidden_dims": [32],
-                  "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0}},
+        "actor": {
+            "class_name": "MLPModel",
+            "hidden_dims": [32],
+            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0},
+        },
         "critic": {"class_name": "MLPModel", "hidden_dims": [32]},
     }
     runner = OnPolicyRunner(env, cfg, log_dir=None, device="cpu")
@@ -69,11 +74,17 @@ def test_skrl_ppo_uses_states_for_the_critic():
 
     class Policy(GaussianMixin, Model):
         def __init__(self):
-            Model.__init__(self, observation_space=env.observation_space, state_space=env.state_space,
-                           action_space=env.action_space, device="cpu")
+            Model.__init__(
+                self,
+                observation_space=env.observation_space,
+                state_space=env.state_space,
+                action_space=env.action_space,
+                device="cpu",
+            )
             GaussianMixin.__init__(self)
-            self.net = nn.Sequential(nn.Linear(self.num_observations, 32), nn.Tanh(),
-                                     nn.Linear(32, self.num_actions))
+            self.net = nn.Sequential(
+                nn.Linear(self.num_observations, 32), nn.Tanh(), nn.Linear(32, self.num_actions)
+            )
             self.log_std = nn.Parameter(torch.zeros(self.num_actions))
 
         def compute(self, inputs, role=""):
@@ -81,11 +92,17 @@ def test_skrl_ppo_uses_states_for_the_critic():
 
     class Value(DeterministicMixin, Model):
         def __init__(self):
-            Model.__init__(self, observation_space=env.observation_space, state_space=env.state_space,
-                           action_space=env.action_space, device="cpu")
+            Model.__init__(
+                self,
+                observation_space=env.observation_space,
+                state_space=env.state_space,
+                action_space=env.action_space,
+                device="cpu",
+            )
             DeterministicMixin.__init__(self)
-            self.net = nn.Sequential(nn.Linear(self.num_observations + self.num_states, 32), nn.Tanh(),
-                                     nn.Linear(32, 1))
+            self.net = nn.Sequential(
+                nn.Linear(self.num_observations + self.num_states, 32), nn.Tanh(), nn.Linear(32, 1)
+            )
 
         def compute(self, inputs, role=""):
             seen_states.append(inputs["states"].shape)
@@ -93,13 +110,26 @@ def test_skrl_ppo_uses_states_for_the_critic():
 
     models = {"policy": Policy(), "value": Value()}
     cfg = PPO_CFG(rollouts=16, learning_epochs=1, mini_batches=2)
-    agent = PPO(models=models, memory=RandomMemory(memory_size=16, num_envs=N, device="cpu"),
-                observation_space=env.observation_space, state_space=env.state_space,
-                action_space=env.action_space, device="cpu", cfg=cfg)
+    agent = PPO(
+        models=models,
+        memory=RandomMemory(memory_size=16, num_envs=N, device="cpu"),
+        observation_space=env.observation_space,
+        state_space=env.state_space,
+        action_space=env.action_space,
+        device="cpu",
+        cfg=cfg,
+    )
     before = _param_snapshot(models["value"])
-    trainer = SequentialTrainer(env=env, agents=agent, cfg={"timesteps": 16, "headless": True,
-                                                             "disable_progressbar": True,
-                                                             "close_environment_at_exit": False})
+    trainer = SequentialTrainer(
+        env=env,
+        agents=agent,
+        cfg={
+            "timesteps": 16,
+            "headless": True,
+            "disable_progressbar": True,
+            "close_environment_at_exit": False,
+        },
+    )
     trainer.train()
     assert _changed(before, models["value"])
     assert torch.Size([N, 5]) in seen_states or any(s[-1] == 5 for s in seen_states)
@@ -120,28 +150,63 @@ def test_rl_games_central_value_one_epoch(tmp_path):
         "algo": {"name": "a2c_continuous"},
         "model": {"name": "continuous_a2c_logstd"},
         "network": {
-            "name": "actor_critic", "separate": False,
-            "space": {"continuous": {"mu_activation": "None", "sigma_activation": "None",
-                                     "mu_init": {"name": "default"},
-                                     "sigma_init": {"name": "const_initializer", "val": 0},
-                                     "fixed_sigma": True}},
+            "name": "actor_critic",
+            "separate": False,
+            "space": {
+                "continuous": {
+                    "mu_activation": "None",
+                    "sigma_activation": "None",
+                    "mu_init": {"name": "default"},
+                    "sigma_init": {"name": "const_initializer", "val": 0},
+                    "fixed_sigma": True,
+                }
+            },
             "mlp": mlp,
         },
         "config": {
-            "name": "sensorgym_test", "env_name": "sensorgym", "env_info": env.get_env_info(),
-            "vec_env": env, "num_actors": N, "device": "cpu", "ppo": True, "value_bootstrap": True,
+            "name": "sensorgym_test",
+            "env_name": "sensorgym",
+            "env_info": env.get_env_info(),
+            "vec_env": env,
+            "num_actors": N,
+            "device": "cpu",
+            "ppo": True,
+            "value_bootstrap": True,
             "reward_shaper": tr_helpers.DefaultRewardsShaper(),
-            "normalize_advantage": True, "normalize_input": False, "normalize_value": False,
-            "gamma": 0.99, "tau": 0.95, "learning_rate": 3e-4, "lr_schedule": "identity",
-            "kl_threshold": 0.008, "score_to_win": 1e9, "max_epochs": 1, "save_best_after": 1000,
-            "save_frequency": 0, "grad_norm": 1.0, "entropy_coef": 0.0, "truncate_grads": True,
-            "e_clip": 0.2, "horizon_length": 16, "minibatch_size": 64, "mini_epochs": 1,
-            "critic_coef": 1.0, "clip_value": False, "bounds_loss_coef": 0.0, "print_stats": False,
-            "train_dir": str(tmp_path), "full_experiment_name": "run",
+            "normalize_advantage": True,
+            "normalize_input": False,
+            "normalize_value": False,
+            "gamma": 0.99,
+            "tau": 0.95,
+            "learning_rate": 3e-4,
+            "lr_schedule": "identity",
+            "kl_threshold": 0.008,
+            "score_to_win": 1e9,
+            "max_epochs": 1,
+            "save_best_after": 1000,
+            "save_frequency": 0,
+            "grad_norm": 1.0,
+            "entropy_coef": 0.0,
+            "truncate_grads": True,
+            "e_clip": 0.2,
+            "horizon_length": 16,
+            "minibatch_size": 64,
+            "mini_epochs": 1,
+            "critic_coef": 1.0,
+            "clip_value": False,
+            "bounds_loss_coef": 0.0,
+            "print_stats": False,
+            "train_dir": str(tmp_path),
+            "full_experiment_name": "run",
             "features": {"observer": DefaultAlgoObserver()},
             "central_value_config": {
-                "minibatch_size": 64, "mini_epochs": 1, "learning_rate": 3e-4, "clip_value": False,
-                "normalize_input": False, "truncate_grads": False, "kl_threshold": 0.008,
+                "minibatch_size": 64,
+                "mini_epochs": 1,
+                "learning_rate": 3e-4,
+                "clip_value": False,
+                "normalize_input": False,
+                "truncate_grads": False,
+                "kl_threshold": 0.008,
                 "network": {"name": "actor_critic", "central_value": True, "mlp": mlp},
             },
         },

@@ -20,20 +20,29 @@ from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 
 from .envs import RampEnv
 
-SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.05, delay=0.05,
-                                          history_length=2)}
+SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.05, delay=0.05, history_length=2)}
 
 
 def _pendulum_vec(n=2, mode="SameStep", vectorization_mode="sync"):
-    return SB3VecEnv(make_sensor_vec("Pendulum-v1", n, SENSORS, autoreset_mode=mode, seed=0,
-                                     vectorization_mode=vectorization_mode))
+    return SB3VecEnv(
+        make_sensor_vec(
+            "Pendulum-v1", n, SENSORS, autoreset_mode=mode, seed=0, vectorization_mode=vectorization_mode
+        )
+    )
 
 
 def _model(env, cls=PPO, **kw):
     if cls is PPO:
         kw.setdefault("batch_size", 16 * env.num_envs)
-    return cls(AsymmetricActorCriticPolicy, env, n_steps=16, seed=0, device="cpu",
-               policy_kwargs=dict(net_arch=dict(pi=[16], vf=[24])), **kw)
+    return cls(
+        AsymmetricActorCriticPolicy,
+        env,
+        n_steps=16,
+        seed=0,
+        device="cpu",
+        policy_kwargs=dict(net_arch=dict(pi=[16], vf=[24])),
+        **kw,
+    )
 
 
 def _obs_batch(model, n=5):
@@ -51,8 +60,9 @@ def test_actor_ignores_the_critic_input_and_the_critic_uses_it():
         d1, d2 = policy.get_distribution(obs), policy.get_distribution(shifted)
         assert torch.equal(d1.distribution.mean, d2.distribution.mean)
         actions = d1.distribution.mean
-        assert torch.equal(policy.evaluate_actions(obs, actions)[1],
-                           policy.evaluate_actions(shifted, actions)[1])
+        assert torch.equal(
+            policy.evaluate_actions(obs, actions)[1], policy.evaluate_actions(shifted, actions)[1]
+        )
         assert not torch.allclose(policy.predict_values(obs), policy.predict_values(shifted))
     # the critic really reads policy + critic, the actor only policy
     assert policy.pi_features_extractor.features_dim == 4
@@ -65,8 +75,12 @@ def test_value_loss_sends_no_gradient_to_the_actor():
     obs = _obs_batch(model)
     policy.zero_grad()
     policy.predict_values(obs).pow(2).mean().backward()
-    actor = [*policy.pi_features_extractor.parameters(), *policy.mlp_extractor.policy_net.parameters(),
-             *policy.action_net.parameters(), policy.log_std]
+    actor = [
+        *policy.pi_features_extractor.parameters(),
+        *policy.mlp_extractor.policy_net.parameters(),
+        *policy.action_net.parameters(),
+        policy.log_std,
+    ]
     assert all(p.grad is None or not p.grad.any() for p in actor)
     critic = [*policy.mlp_extractor.value_net.parameters(), *policy.value_net.parameters()]
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in critic)
@@ -100,8 +114,11 @@ def test_vec_normalize_on_the_policy_key():
 
 @pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
 def test_terminal_observation_carries_the_critic_part(mode):
-    venv = SensorObservation(SyncVectorEnv([RampEnv] * 3, autoreset_mode=mode),
-                             {"x": sg.StateSensorOptions(key="obs", index=[2], delay=0.1)}, seed=0)
+    venv = SensorObservation(
+        SyncVectorEnv([RampEnv] * 3, autoreset_mode=mode),
+        {"x": sg.StateSensorOptions(key="obs", index=[2], delay=0.1)},
+        seed=0,
+    )
     env = SB3VecEnv(venv)
     obs = env.reset()
     seen = 0
@@ -129,15 +146,19 @@ def test_async_and_torch_batched_envs_train():
     env = _pendulum_vec(vectorization_mode="async")
     _model(env).learn(32)
     env.close()
-    torch_env = SB3VecEnv(SensorObservation(BatchedPendulumEnv(4, autoreset_mode="SameStep"), SENSORS,
-                                            seed=0))
+    torch_env = SB3VecEnv(
+        SensorObservation(BatchedPendulumEnv(4, autoreset_mode="SameStep"), SENSORS, seed=0)
+    )
     _model(torch_env).learn(64)
     assert isinstance(torch_env.reset()["policy"], np.ndarray)
 
 
 def test_async_vector_env_with_sensor_wrapper_through_sb3():
-    venv = SensorObservation(AsyncVectorEnv([RampEnv] * 2, autoreset_mode=AutoresetMode.SAME_STEP),
-                             {"x": sg.StateSensorOptions(key="obs", index=[2])}, seed=0)
+    venv = SensorObservation(
+        AsyncVectorEnv([RampEnv] * 2, autoreset_mode=AutoresetMode.SAME_STEP),
+        {"x": sg.StateSensorOptions(key="obs", index=[2])},
+        seed=0,
+    )
     env = SB3VecEnv(venv)
     env.reset()
     assert env.get_attr("dt") == [0.1, 0.1]

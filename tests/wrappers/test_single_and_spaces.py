@@ -16,8 +16,9 @@ from sensorgym.wrappers import SensorObservation, SingleEnvSensorObservation
 from .envs import RampEnv
 
 PENDULUM_SENSORS = {
-    "angle": sg.StateSensorOptions(key="obs", index=[0, 1], delay=0.05, jitter=0.05,
-                                   noise=sg.LogUniform(0.001, 0.05), history_length=3),
+    "angle": sg.StateSensorOptions(
+        key="obs", index=[0, 1], delay=0.05, jitter=0.05, noise=sg.LogUniform(0.001, 0.05), history_length=3
+    ),
     "theta": sg.EnvAttributeOptions(attr="state", shape=(2,), index=[0], bias=0.01),
 }
 
@@ -55,10 +56,23 @@ def test_single_env_observation_layout_and_bounds():
 
 
 def test_bounded_sensor_keeps_bounds_widened_by_bias_and_resolution():
-    env = SingleEnvSensorObservation(gym.make("Pendulum-v1"), {
-        "c": sg.StateSensorOptions(key="obs", index=[0], bias=0.1, resolution=0.2, history_length=2,
-                                   delay=0.05, padding_type="zero"),
-    }, policy=["c"], critic=["c"], critic_env_obs=False)
+    env = SingleEnvSensorObservation(
+        gym.make("Pendulum-v1"),
+        {
+            "c": sg.StateSensorOptions(
+                key="obs",
+                index=[0],
+                bias=0.1,
+                resolution=0.2,
+                history_length=2,
+                delay=0.05,
+                padding_type="zero",
+            ),
+        },
+        policy=["c"],
+        critic=["c"],
+        critic_env_obs=False,
+    )
     space = env.observation_space
     np.testing.assert_allclose(space["policy"].low, [-1.0, -1.0])  # -1 + bias 0.1 - resolution 0.2 / 2
     np.testing.assert_allclose(space["policy"].high, [1.2, 1.2])

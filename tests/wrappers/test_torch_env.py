@@ -13,10 +13,12 @@ from sensorgym.envs import BatchedPendulumEnv
 from sensorgym.wrappers import SensorObservation
 
 SENSORS = {
-    "cos_sin": sg.StateSensorOptions(key="obs", index=[0, 1], delay=0.05, jitter=0.05, noise=0.02,
-                                     history_length=3),
-    "theta_dot": sg.StateSensorOptions(key="state", shape=(1,), index=[1], bias=sg.Normal(0, 0.1),
-                                       resolution=0.01),
+    "cos_sin": sg.StateSensorOptions(
+        key="obs", index=[0, 1], delay=0.05, jitter=0.05, noise=0.02, history_length=3
+    ),
+    "theta_dot": sg.StateSensorOptions(
+        key="state", shape=(1,), index=[1], bias=sg.Normal(0, 0.1), resolution=0.01
+    ),
 }
 
 
@@ -35,10 +37,12 @@ class ToNumpy(VectorWrapper):
 
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 def test_torch_path_equals_numpy_path(mode):
-    envs = [SensorObservation(BatchedPendulumEnv(6, max_episode_steps=7, autoreset_mode=mode), SENSORS,
-                              seed=1),
-            SensorObservation(ToNumpy(BatchedPendulumEnv(6, max_episode_steps=7, autoreset_mode=mode)),
-                              SENSORS, seed=1)]
+    envs = [
+        SensorObservation(BatchedPendulumEnv(6, max_episode_steps=7, autoreset_mode=mode), SENSORS, seed=1),
+        SensorObservation(
+            ToNumpy(BatchedPendulumEnv(6, max_episode_steps=7, autoreset_mode=mode)), SENSORS, seed=1
+        ),
+    ]
     outs = [[], []]
     for k, env in enumerate(envs):
         obs, _ = env.reset(seed=4)

@@ -14,11 +14,18 @@ from sensorgym.wrappers import SensorObservation, SimStateExtractor, SingleEnvSe
 from .envs import RampEnv
 
 SENSORS = {
-    "x": sg.StateSensorOptions(key="obs", index=[2], delay=sg.Choice([0.0, 0.1, 0.2]), jitter=0.1,
-                               noise=sg.LogUniform(0.01, 0.1), history_length=3),
+    "x": sg.StateSensorOptions(
+        key="obs",
+        index=[2],
+        delay=sg.Choice([0.0, 0.1, 0.2]),
+        jitter=0.1,
+        noise=sg.LogUniform(0.01, 0.1),
+        history_length=3,
+    ),
     "t": sg.StateSensorOptions(key="t", shape=(1,), delay=0.1, padding_type="zero", history_length=2),
-    "x_attr": sg.EnvAttributeOptions(attr="x", shape=(1,), bias=sg.Normal(0.0, 0.1), resolution=0.01,
-                                     random_walk=0.01),
+    "x_attr": sg.EnvAttributeOptions(
+        attr="x", shape=(1,), bias=sg.Normal(0.0, 0.1), resolution=0.01, random_walk=0.01
+    ),
 }
 B, SEED = 4, 7
 
@@ -34,10 +41,16 @@ def _compare(vec_obs, i, ref_obs, what=""):
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
 def test_vector_equals_per_env_reference(mode):
-    venv = SensorObservation(SyncVectorEnv([_sub_env] * B, autoreset_mode=mode), SENSORS,
-                             critic_randomization=True, per_env_rng=True)
-    refs = [SingleEnvSensorObservation(RampEnv(), SENSORS, critic_randomization=True, per_env_rng=True)
-            for _ in range(B)]
+    venv = SensorObservation(
+        SyncVectorEnv([_sub_env] * B, autoreset_mode=mode),
+        SENSORS,
+        critic_randomization=True,
+        per_env_rng=True,
+    )
+    refs = [
+        SingleEnvSensorObservation(RampEnv(), SENSORS, critic_randomization=True, per_env_rng=True)
+        for _ in range(B)
+    ]
     rng = np.random.default_rng(0)
     obs, _ = venv.reset(seed=SEED)
     ref = [r.reset(seed=SEED + i)[0] for i, r in enumerate(refs)]
