@@ -4,6 +4,8 @@
   (``gym.make_vec("sensorgym/BatchedPendulum-v0", num_envs=..., vectorization_mode="vector_entry_point")``).
 * ``sensorgym/AntSensors-v0``: ``Ant-v5`` whose policy sees only an IMU, foot contacts and joint encoders
   (:mod:`sensorgym.envs.ant`); ``gym.make`` for one env, ``gym.make_vec`` for a batch.
+* ``sensorgym/Tactile-v0`` / ``sensorgym/TactileSensors-v0``: a finger pressing on objects, with proximity,
+  kinematic contact probes and an elastomer pad (:mod:`sensorgym.envs.tactile`).
 """
 
 import gymnasium as gym
@@ -11,6 +13,7 @@ import gymnasium as gym
 from .ant import ant_sensors
 from .batched_pendulum import BatchedPendulumEnv
 from .registry import register_sensor_env
+from .tactile import register as _register_tactile
 
 __all__ = ["BatchedPendulumEnv", "ant_sensors", "register_sensor_env"]
 
@@ -26,3 +29,4 @@ register_sensor_env(
     ant_sensors,
     policy=["imu", "foot_0", "foot_1", "foot_2", "foot_3", "encoders"],
 )
+_register_tactile()

@@ -11,12 +11,23 @@ from .contact import ContactForceOptions, ContactForceSensor, ContactOptions, Co
 from .imu import IMUOptions, IMUReading, IMUSensor
 from .joint import JointEncoderOptions, JointEncoderSensor, JointTorqueOptions, JointTorqueSensor
 from .state import StateSensor, StateSensorOptions
+from .tactile import (
+    ElastomerDisplacementOptions,
+    ElastomerDisplacementSensor,
+    KinematicContactProbe,
+    KinematicContactProbeOptions,
+    ProbeReading,
+    ProximityOptions,
+    ProximitySensor,
+)
 
 __all__ = [
     "ContactForceOptions",
     "ContactForceSensor",
     "ContactOptions",
     "ContactSensor",
+    "ElastomerDisplacementOptions",
+    "ElastomerDisplacementSensor",
     "EnvAttributeOptions",
     "EnvAttributeSensor",
     "IMUOptions",
@@ -26,6 +37,11 @@ __all__ = [
     "JointEncoderSensor",
     "JointTorqueOptions",
     "JointTorqueSensor",
+    "KinematicContactProbe",
+    "KinematicContactProbeOptions",
+    "ProbeReading",
+    "ProximityOptions",
+    "ProximitySensor",
     "StateSensor",
     "StateSensorOptions",
 ]

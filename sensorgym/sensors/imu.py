@@ -123,7 +123,13 @@ class IMUOptions(MujocoSensorOptions):
             object.__setattr__(self, name, tuple(float(x) for x in v))
         for f in FIELDS:
             name = f"{f}_cross_axis_coupling"
-            coupling_matrix(getattr(self, name), f"IMUOptions.{name}")
+            matrix = coupling_matrix(getattr(self, name), f"IMUOptions.{name}")
+            value = np.asarray(getattr(self, name), dtype=float)
+            object.__setattr__(self, name, float(value) if value.ndim == 0 else tuple(map(tuple, matrix)))
+            for kind in IMPERFECTIONS:
+                v = getattr(self, f"{f}_{kind}")
+                if isinstance(v, (list, np.ndarray)):
+                    object.__setattr__(self, f"{f}_{kind}", tuple(v))
         for kind in IMPERFECTIONS:
             merged = self._merge_fields(kind)
             if merged is not None:

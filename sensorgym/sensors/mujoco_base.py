@@ -71,7 +71,7 @@ def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
 
 def cached(model: Any, key: Any, build: Any) -> Any:
     """Per-model cache of what a sensor derives from its options (ids, index arrays)."""
-    k = (id(model), key)
+    k = (id(model), repr(key))  # options may hold lists: key by their (stable) repr
     if k not in _CACHE:
         _CACHE[k] = build()
     return _CACHE[k]
