@@ -39,7 +39,7 @@ def test_vector_forms(vectorization):
     obs, _ = envs.reset(seed=0)
     assert obs["policy"].shape == (2, 21)
     for _ in range(3):
-        obs, reward, term, trunc, info = envs.step(envs.action_space.sample())
+        obs, *_ = envs.step(envs.action_space.sample())
         assert obs in envs.observation_space
     envs.close()
 

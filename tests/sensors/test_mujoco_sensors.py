@@ -20,7 +20,8 @@ SCENE = """
 <mujoco><option timestep="0.002"/>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 .1"/>
-    <body name="box" pos="0 0 0.1"><freejoint name="box_free"/><geom name="box_geom" type="box" size=".1 .1 .1" mass="2"/></body>
+    <body name="box" pos="0 0 0.1"><freejoint name="box_free"/>
+      <geom name="box_geom" type="box" size=".1 .1 .1" mass="2"/></body>
     <body name="ball" pos="2 0 5"><freejoint/><geom type="sphere" size=".05" mass="1"/></body>
     <body name="spinner" pos="-2 0 1">
       <joint name="spin" type="hinge" axis="0 0 1"/>
@@ -173,7 +174,7 @@ def test_encoder_readings_are_exact_multiples_of_the_resolution():
     )
     env.reset(seed=0)
     for _ in range(10):
-        obs, *_ = env.step(np.array([0.3]))
+        env.step(np.array([0.3]))
         ticks = env.sensors["enc"].read()[0].numpy() / np.float32(res)
         np.testing.assert_allclose(ticks, np.round(ticks), atol=1e-3)
     gt = env.sensors["enc"].read_ground_truth()[0].numpy()
@@ -196,7 +197,7 @@ def test_bad_names_are_reported_with_the_available_ones():
         measure(env, sg.JointEncoderOptions(joints=["box_free"]))
 
 
-# -- proximity and tactile ------------------------------------------------------------------------------------
+# -- proximity and tactile -------------------------------------------------------------------------------
 def test_proximity_to_a_sphere_at_a_known_distance_and_clamped():
     env = settled_scene(1)
     # probes on the arm body (at y=3): the target sphere (radius .2) is at y=-3, z=1: measure from the world
