@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ..options import option_error
-from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, name_to_id
+from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, mj_handles, name_to_id, state_key
 
 __all__ = ["ContactForceOptions", "ContactForceSensor", "ContactOptions", "ContactSensor", "contact_forces"]
 
@@ -49,8 +49,8 @@ class _TargetOptions(MujocoSensorOptions):
         object.__setattr__(self, "exclude_bodies", tuple(self.exclude_bodies))
         super()._validate()
 
-    def target(self, model: Any) -> tuple[np.ndarray, int, set[int]]:
-        """(geom ids of the target, its body id, excluded body ids)."""
+    def target(self, model: Any) -> tuple[np.ndarray, int, np.ndarray]:
+        """(bool mask over geoms: the target's, its body id, bool mask over bodies: excluded)."""
         import mujoco
 
         def build():
@@ -60,34 +60,69 @@ class _TargetOptions(MujocoSensorOptions):
             else:
                 g = name_to_id(model, mujoco.mjtObj.mjOBJ_GEOM, self.geom, f"{type(self).__name__}.geom")
                 geoms, body = np.array([g]), int(model.geom_bodyid[g])
-            excl = {
-                name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, b, "exclude_bodies") for b in self.exclude_bodies
-            }
-            return geoms, body, excl
+            excl = np.zeros(model.nbody, dtype=bool)
+            for b in self.exclude_bodies:
+                excl[name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, b, "exclude_bodies")] = True
+            mask = np.zeros(model.ngeom, dtype=bool)
+            mask[geoms] = True
+            return mask, body, excl
 
         return cached(model, ("target", self), build)
 
 
-def contact_forces(model: Any, data: Any, geoms: np.ndarray, exclude: set[int]) -> tuple[int, np.ndarray]:
-    """(number of contacts, net world-frame force on ``geoms``) over the active contacts."""
+def touching(model: Any, data: Any, target: np.ndarray, exclude: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of the active contacts between the target geoms and anything not excluded, whether the
+    target is the contact's second geom), vectorized over the contact list."""
+    g1, g2 = data.contact.geom1, data.contact.geom2
+    in1, in2 = target[g1], target[g2]
+    other = np.where(in1, g2, g1)
+    valid = (in1 != in2) & ~exclude[model.geom_bodyid[other]]  # not the target touching itself
+    idx = np.flatnonzero(valid)
+    return idx, in2[idx]
+
+
+def contact_forces(model: Any, data: Any, target: np.ndarray, exclude: np.ndarray) -> tuple[int, np.ndarray]:
+    """(number of contacts, net world-frame force on the target geoms) over the active contacts."""
     import mujoco
 
-    count, total, f6 = 0, np.zeros(3), np.zeros(6)
-    gset = set(int(g) for g in geoms)
-    for i in range(data.ncon):
-        c = data.contact[i]
-        g1, g2 = int(c.geom1), int(c.geom2)
-        if (g1 in gset) == (g2 in gset):
-            continue  # not the target, or the target touching itself
-        other = g2 if g1 in gset else g1
-        if int(model.geom_bodyid[other]) in exclude:
-            continue
-        count += 1
+    idx, second = touching(model, data, target, exclude)
+    total, f6 = np.zeros(3), np.zeros(6)
+    for i, is_second in zip(idx.tolist(), second.tolist(), strict=True):
         mujoco.mj_contactForce(model, data, i, f6)
         # mj_contactForce is the force of geom1 on geom2 in the contact frame (rows: normal, tangents)
-        f_world = c.frame.reshape(3, 3).T @ f6[:3]
-        total += f_world if g2 in gset else -f_world
-    return count, total
+        f_world = data.contact.frame[i].reshape(3, 3).T @ f6[:3]
+        total += f_world if is_second else -f_world
+    return len(idx), total
+
+
+class _ContactPlan:
+    """Target geom sets and excluded body sets of several contact switches.
+
+    Contact lists are short (a few to a few tens of entries), so plain Python set lookups beat numpy,
+    whose per-call overhead dominates at these sizes; this runs every step in every sub-env.
+    """
+
+    def __init__(self, model: Any, options: list) -> None:
+        self.options = options
+        masks = [o.target(model) for o in options]
+        self.targets = [set(np.flatnonzero(m[0]).tolist()) for m in masks]
+        self.excluded = [set(np.flatnonzero(m[2]).tolist()) for m in masks]
+        self.geom_body = model.geom_bodyid.tolist()
+        self.keys = [state_key(o) for o in options]
+
+    def counts(self, model: Any, data: Any) -> dict[str, np.ndarray]:
+        pairs = list(zip(data.contact.geom1.tolist(), data.contact.geom2.tolist(), strict=True))
+        body = self.geom_body
+        out = {}
+        for key, target, excluded in zip(self.keys, self.targets, self.excluded, strict=True):
+            n = 0
+            for g1, g2 in pairs:
+                in1, in2 = g1 in target, g2 in target
+                # a contact of the target with something else that is not excluded
+                if in1 != in2 and body[g2 if in1 else g1] not in excluded:
+                    n += 1
+            out[key] = np.array([n], dtype=np.float32)
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,8 +154,17 @@ class ContactSensor(MujocoSensor):
 
     @classmethod
     def _measure(cls, model: Any, data: Any, o: ContactOptions) -> np.ndarray:
-        geoms, _, excl = o.target(model)
-        return np.array([contact_forces(model, data, geoms, excl)[0]], dtype=np.float32)
+        target, _, excl = o.target(model)
+        return np.array([len(touching(model, data, target, excl)[0])], dtype=np.float32)
+
+    @classmethod
+    def _extract_state(cls, env: Any, options: list) -> dict[str, np.ndarray]:
+        # all switches of the class in one vectorized pass over the contact list
+        model, data = mj_handles(env)
+        plan = cached(model, ("contact_plan", options[0]), lambda: _ContactPlan(model, options))
+        if plan.options is not options:
+            plan = _ContactPlan(model, options)
+        return plan.counts(model, data)
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:

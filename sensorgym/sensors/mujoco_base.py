@@ -28,7 +28,8 @@ from ..sensor import SimpleSensor
 
 __all__ = ["MujocoSensor", "MujocoSensorOptions", "mj_handles", "name_to_id", "state_key", "sync_mjdata"]
 
-_CACHE: dict[tuple[int, Any, str], Any] = {}
+_CACHE: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
+_KEYS: dict[int, tuple[Any, str]] = {}
 
 
 def mj_handles(env: Any) -> tuple[Any, Any]:
@@ -69,18 +70,34 @@ def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
     return idx
 
 
-def cached(model: Any, key: Any, build: Any) -> Any:
-    """Per-model cache of what a sensor derives from its options (ids, index arrays)."""
-    k = (id(model), repr(key))  # options may hold lists: key by their (stable) repr
-    if k not in _CACHE:
-        _CACHE[k] = build()
-    return _CACHE[k]
+def cached(model: Any, key: tuple, build: Any) -> Any:
+    """Per-model cache of what a sensor derives from its options (ids, index arrays).
+
+    ``key`` is ``(tag, options)``. Lookups run every step in the workers, so they go by object identity
+    (options objects live as long as the extractor holding them); the stored references guard against a
+    recycled ``id``.
+    """
+    tag, options = key
+    k = (id(model), id(options))
+    hit = _CACHE.get(k)
+    if hit is not None and hit[0] is model and hit[1] is options and tag in hit[2]:
+        return hit[2][tag]
+    if hit is None or hit[0] is not model or hit[1] is not options:
+        hit = (model, options, {})
+        _CACHE[k] = hit
+    hit[2][tag] = build()
+    return hit[2][tag]
 
 
 def state_key(options: Any) -> str:
     """The state key under which a sensor's measurement travels (stable across processes)."""
+    hit = _KEYS.get(id(options))
+    if hit is not None and hit[0] is options:
+        return hit[1]
     digest = hashlib.sha1(repr(options).encode()).hexdigest()[:12]
-    return f"mj.{type(options).__name__}.{digest}"
+    key = f"mj.{type(options).__name__}.{digest}"
+    _KEYS[id(options)] = (options, key)
+    return key
 
 
 @dataclass(frozen=True, kw_only=True)

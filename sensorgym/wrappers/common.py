@@ -14,9 +14,9 @@ import numpy as np
 from ..options import SensorOptions
 from ..sensor import Sensor
 from ..sensors.state import StateSensorOptions
-from .state import EXTRACTOR_KEY
+from .state import EXTRACTOR_KEY, LAYOUT_KEY
 
-__all__ = ["check_sensors", "clean_info", "extract_state", "infer_dt", "template_state"]
+__all__ = ["ExtractionPlan", "check_sensors", "clean_info", "extract_state", "infer_dt", "template_state"]
 
 
 def check_sensors(
@@ -106,19 +106,47 @@ def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs
     return state
 
 
+class ExtractionPlan:
+    """What to measure inside one (sub-)env for a set of sensors, grouped by class once (this runs
+    every step in every sub-env)."""
+
+    def __init__(self, sensors: Mapping[str, SensorOptions]) -> None:
+        from ..sensor import _overrides
+
+        by_class: dict[type, list[SensorOptions]] = {}
+        for opts in sensors.values():
+            cls = Sensor.registered_class(type(opts))
+            if _overrides(cls, "_extract_state"):
+                by_class.setdefault(cls, []).append(opts)
+        self.groups = list(by_class.items())
+        # bring the simulator's derived state up to date once, whatever number of classes need it
+        self.prepares = list({getattr(cls, "_prepare_extraction", None) for cls in by_class} - {None})
+
+    def __call__(self, env: gym.Env) -> dict[str, np.ndarray]:
+        base = env.unwrapped  # resolved once: each wrapper layer costs a little on every access
+        for prepare in self.prepares:
+            prepare(base)
+        out: dict[str, np.ndarray] = {}
+        for cls, opts in self.groups:
+            out.update(cls._extract_state(base, opts))
+        return out
+
+    @staticmethod
+    def pack(values: Mapping[str, Any]) -> np.ndarray:
+        """One flat float32 array (see :meth:`layout`)."""
+        if not values:
+            return np.zeros(0, np.float32)
+        return np.concatenate([np.ravel(v) for v in values.values()]).astype(np.float32, copy=False)
+
+    @staticmethod
+    def layout(values: Mapping[str, Any]) -> tuple:
+        """``((state key, shape), ...)`` of :meth:`pack`'s output."""
+        return tuple((k, np.shape(v)) for k, v in values.items())
+
+
 def extract_state(env: gym.Env, sensors: Mapping[str, SensorOptions]) -> dict[str, np.ndarray]:
     """Run every sensor class's ``_extract_state`` on a single env (inside a sub-env or worker)."""
-    by_class: dict[type, list[SensorOptions]] = {}
-    for opts in sensors.values():
-        by_class.setdefault(Sensor.registered_class(type(opts)), []).append(opts)
-    # bring the simulator's derived state up to date once, whatever number of classes need it
-    prepares = {getattr(cls, "_prepare_extraction", None) for cls in by_class} - {None}
-    for prepare in prepares:
-        prepare(env)
-    out: dict[str, np.ndarray] = {}
-    for cls, opts in by_class.items():
-        out.update(cls._extract_state(env, opts))
-    return out
+    return ExtractionPlan(sensors)(env)
 
 
 def needs_extraction(sensors: Mapping[str, SensorOptions]) -> bool:
@@ -129,7 +157,8 @@ def needs_extraction(sensors: Mapping[str, SensorOptions]) -> bool:
 
 def clean_info(info: Mapping) -> dict:
     """A shallow copy of ``info`` without the extractor's raw state (also inside ``final_info``)."""
-    out = {k: v for k, v in info.items() if k not in (EXTRACTOR_KEY, "_" + EXTRACTOR_KEY)}
+    hidden = (EXTRACTOR_KEY, "_" + EXTRACTOR_KEY, LAYOUT_KEY, "_" + LAYOUT_KEY)
+    out = {k: v for k, v in info.items() if k not in hidden}
     if isinstance(out.get("final_info"), Mapping):
         out["final_info"] = clean_info(out["final_info"])
     return out

@@ -1,8 +1,9 @@
 """``SimStateExtractor``: compute the raw simulator state sensors need inside each sub-env.
 
 Sensor classes that read simulator state implement ``_extract_state(env, options)``. This single-env
-wrapper runs them after every reset and step of its env and passes the compact numpy result through
-``info["sensorgym"]``; the vector wrapper lifts those entries into the sensor state. With
+wrapper runs them after every reset and step of its env and passes the result through ``info`` as one
+flat float32 array (``info["sensorgym"]``, cheap for Gymnasium's info batching), with its layout in
+``info["sensorgym_layout"]`` at every reset; the vector wrapper splits it into the sensor state. With
 ``AsyncVectorEnv`` this runs inside the worker processes, so simulator objects are never pickled per step.
 
 Example:
@@ -11,8 +12,8 @@ Example:
     >>> sensors = {"theta": sg.EnvAttributeOptions(attr="state", shape=(2,))}
     >>> env = SimStateExtractor(gym.make("Pendulum-v1"), sensors=sensors)
     >>> _, info = env.reset(seed=0)
-    >>> info["sensorgym"]["attr.state"].shape
-    (2,)
+    >>> info["sensorgym"].shape, info["sensorgym_layout"]
+    ((2,), (('attr.state', (2,)),))
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from typing import Any
 import gymnasium as gym
 
 from ..options import SensorOptions
-from .common import extract_state
-from .state import EXTRACTOR_KEY
+from .common import ExtractionPlan
+from .state import EXTRACTOR_KEY, LAYOUT_KEY
 
 __all__ = ["SimStateExtractor"]
 
@@ -38,14 +39,18 @@ class SimStateExtractor(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, sensors: Mapping[str, SensorOptions]) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, sensors=sensors)
         gym.Wrapper.__init__(self, env)
-        self._sensors = dict(sensors)
+        self._plan = ExtractionPlan(sensors)
 
-    def _with_state(self, info: dict) -> dict:
-        return {**info, EXTRACTOR_KEY: extract_state(self.env, self._sensors)}
+    def _with_state(self, info: dict, with_layout: bool = False) -> dict:
+        values = self._plan(self.env)
+        out = {**info, EXTRACTOR_KEY: self._plan.pack(values)}
+        if with_layout:
+            out[LAYOUT_KEY] = self._plan.layout(values)
+        return out
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
-        return obs, self._with_state(info)
+        return obs, self._with_state(info, with_layout=True)
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)

@@ -24,7 +24,7 @@ import torch
 
 from ..manager import SensorManager
 from ..options import SensorOptions
-from .common import check_sensors, clean_info, extract_state, infer_dt, needs_extraction, template_state
+from .common import ExtractionPlan, check_sensors, clean_info, infer_dt, needs_extraction, template_state
 from .layout import ObservationLayout, flatten_env_obs
 from .state import EXTRACTOR_KEY, build_state
 
@@ -80,8 +80,7 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         )
         gym.Wrapper.__init__(self, env)
         sensors, policy, critic = check_sensors(sensors, policy, critic)
-        self._options = sensors
-        self._extract = needs_extraction(sensors)
+        self._extract = ExtractionPlan(sensors) if needs_extraction(sensors) else None
         self.dt = infer_dt(env, dt)
         inner_space = env.observation_space
         self.manager = SensorManager(1, self.dt, device=device, seed=seed, per_env_rng=per_env_rng)
@@ -100,8 +99,8 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _state(self, obs: Any, info: Mapping) -> dict:
         info = dict(info)
-        if self._extract:
-            info[EXTRACTOR_KEY] = extract_state(self.env, self._options)
+        if self._extract is not None:
+            info[EXTRACTOR_KEY] = self._extract(self.env)
         return build_state(_batch1(obs), _batch1(info))
 
     def _observation(self, obs: Any) -> dict[str, np.ndarray]:

@@ -22,10 +22,13 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["EXTRACTOR_KEY", "build_state", "is_numeric", "merge_rows"]
+__all__ = ["EXTRACTOR_KEY", "LAYOUT_KEY", "build_state", "is_numeric", "merge_rows", "split_extracted"]
 
-#: the info key under which :class:`~sensorgym.wrappers.SimStateExtractor` passes raw sim state
+#: the info key under which :class:`~sensorgym.wrappers.SimStateExtractor` passes raw sim state: one flat
+#: float32 array per env (a single info entry keeps Gymnasium's per-key info batching cheap) ...
 EXTRACTOR_KEY = "sensorgym"
+#: ... laid out as described by this entry, sent with every reset: ``((state key, shape), ...)``
+LAYOUT_KEY = "sensorgym_layout"
 
 
 def is_numeric(value: Any) -> bool:
@@ -34,10 +37,24 @@ def is_numeric(value: Any) -> bool:
     return isinstance(value, np.ndarray) and (value.dtype.kind in "biuf")
 
 
-def _add_info(state: dict, info: Mapping, prefix: str) -> None:
+def split_extracted(flat: Any, layout: Any) -> dict[str, Any]:
+    """Views of a batched flat extraction ``(B, total)`` per state key (see :data:`LAYOUT_KEY`)."""
+    out, start = {}, 0
+    b = flat.shape[0]
+    for key, shape in layout:
+        n = int(np.prod(shape)) if len(shape) else 1
+        out[key] = flat[:, start : start + n].reshape(b, *shape)
+        start += n
+    return out
+
+
+def _add_info(state: dict, info: Mapping, prefix: str, layout: Any = None) -> None:
     for key, value in info.items():
-        if key.startswith("_"):
-            continue  # gymnasium's per-key masks
+        if key.startswith("_") or key == LAYOUT_KEY:
+            continue  # gymnasium's per-key masks; the extraction layout
+        if not prefix and key == EXTRACTOR_KEY and layout is not None and not isinstance(value, Mapping):
+            state.update(split_extracted(value, layout))
+            continue
         if isinstance(value, Mapping):
             inner = "" if (not prefix and key == EXTRACTOR_KEY) else f"{prefix}{key}."
             _add_info(state, value, inner)
@@ -45,11 +62,11 @@ def _add_info(state: dict, info: Mapping, prefix: str) -> None:
             state[f"{prefix}{key}"] = value
 
 
-def build_state(obs: Any, info: Mapping | None) -> dict[str, Any]:
-    """The state mapping for one step of a vector env."""
+def build_state(obs: Any, info: Mapping | None, layout: Any = None) -> dict[str, Any]:
+    """The state mapping for one step of a vector env (``layout``: of the flat extraction, if any)."""
     state: dict[str, Any] = {}
     if info:
-        _add_info(state, info, "")
+        _add_info(state, info, "", layout)
     if isinstance(obs, Mapping):
         for key, value in obs.items():
             state[f"obs.{key}"] = value

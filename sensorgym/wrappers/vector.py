@@ -32,7 +32,7 @@ from ..manager import SensorManager
 from ..options import SensorOptions
 from .common import check_sensors, clean_info, infer_dt, template_state
 from .layout import ObservationLayout, flatten_env_obs
-from .state import build_state, merge_rows
+from .state import LAYOUT_KEY, build_state, merge_rows
 
 __all__ = ["SensorObservation"]
 
@@ -144,6 +144,18 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         self.single_observation_space = self.layout.space
         self.observation_space = batch_space(self.layout.space, self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._layout: tuple | None = None  # of the flat simulator state from the sub-envs
+
+    def _learn_layout(self, info: Mapping) -> None:
+        layouts = info.get(LAYOUT_KEY)
+        if layouts is None:
+            return
+        mask = info.get("_" + LAYOUT_KEY)
+        rows = range(len(layouts)) if mask is None else np.flatnonzero(mask)
+        for i in rows:
+            if layouts[i] is not None:
+                self._layout = tuple((k, tuple(s)) for k, s in layouts[i])
+                return
 
     # -- gymnasium API -----------------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
@@ -151,9 +163,10 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         if options and "reset_mask" in options:
             mask = _copy_mask(options["reset_mask"])  # the inner env pops it from `options`
         obs, info = self.env.reset(seed=seed, options=options)
+        self._learn_layout(info)
         if seed is not None:
             self.manager.seed(seed if isinstance(seed, int) else seed[0])
-        self.manager.reset(build_state(obs, info), envs_idx=mask)
+        self.manager.reset(build_state(obs, info, self._layout), envs_idx=mask)
         if mask is None:
             self._autoreset = self._autoreset & False
         else:
@@ -162,7 +175,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     def step(self, actions: Any):
         obs, rewards, terminations, truncations, info = self.env.step(actions)
-        state = build_state(obs, info)
+        state = build_state(obs, info, self._layout)
         if self.autoreset_mode is AutoresetMode.NEXT_STEP:
             # Envs that finished last step return their reset observation now. The mask is passed
             # even when empty: the random stream then does not depend on whether anything reset (and a
@@ -202,10 +215,11 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         if torch.is_tensor(has_final):
             has_final = has_final.cpu().numpy()
         terminal_obs = self._terminal_obs(obs, final_obs, has_final)
-        terminal_state = build_state(terminal_obs, info)
+        terminal_state = build_state(terminal_obs, info, self._layout)
         final_info = info.get("final_info")
         if isinstance(final_info, Mapping):
-            terminal_state = merge_rows(terminal_state, build_state(None, final_info), has_final)
+            final_state = build_state(None, final_info, self._layout)
+            terminal_state = merge_rows(terminal_state, final_state, has_final)
         self.manager.step(terminal_state)
         terminal = self._observation(terminal_obs)
         info = dict(info)
