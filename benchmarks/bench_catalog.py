@@ -18,15 +18,15 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import gymnasium as gym
+import numpy as np
+import torch
 
-import sensorgym as sg  # noqa: E402
-import sensorgym.envs  # noqa: E402, F401
-from sensorgym.envs.ant import ant_sensors  # noqa: E402
-from sensorgym.wrappers import make_sensor_vec  # noqa: E402
-from sensorgym.wrappers.common import ExtractionPlan, extract_state  # noqa: E402
+import sensorgym as sg
+import sensorgym.envs
+from sensorgym.envs.ant import ant_sensors
+from sensorgym.wrappers import make_sensor_vec
+from sensorgym.wrappers.common import ExtractionPlan, extract_state
 
 
 def best_time(fn, n: int, rounds: int = 3) -> float:
