@@ -185,6 +185,7 @@ class SensorManager:
                     [s.cache_slice.stop - s.cache_slice.start for s in sensors],
                     param_dtype,
                 )
+                cls._init_metadata(md)
                 rdtype, rcols = rinfo[cls]
                 st = ClassStorage(
                     cls,

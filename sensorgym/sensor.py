@@ -224,6 +224,11 @@ class Sensor(ABC):
         """
 
     @classmethod
+    def _init_metadata(cls, md: SensorMetadata) -> None:
+        """Called once at build, after ``md`` exists: create sensor-owned per-env state in ``md.extra``
+        here so that ``load_state_dict`` finds it even before the first reset. Default: nothing."""
+
+    @classmethod
     def _reset_envs(cls, md: SensorMetadata, envs_mask: torch.Tensor) -> None:
         """Reset sensor-owned state (``md.extra``) of the envs in ``envs_mask`` (B,) before the capture.
 

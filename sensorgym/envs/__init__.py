@@ -6,6 +6,8 @@
   (:mod:`sensorgym.envs.ant`); ``gym.make`` for one env, ``gym.make_vec`` for a batch.
 * ``sensorgym/Tactile-v0`` / ``sensorgym/TactileSensors-v0``: a finger pressing on objects, with proximity,
   kinematic contact probes and an elastomer pad (:mod:`sensorgym.envs.tactile`).
+* ``sensorgym/Thermal-v0`` / ``sensorgym/ThermalSensors-v0``: a heater pressed on a plate with a temperature
+  grid (:mod:`sensorgym.envs.thermal`).
 """
 
 import gymnasium as gym
@@ -14,8 +16,10 @@ from .ant import ant_sensors
 from .batched_pendulum import BatchedPendulumEnv
 from .registry import register_sensor_env
 from .tactile import register as _register_tactile
+from .thermal import ThermalEnv, thermal_sensors
+from .thermal import register as _register_thermal
 
-__all__ = ["BatchedPendulumEnv", "ant_sensors", "register_sensor_env"]
+__all__ = ["BatchedPendulumEnv", "ThermalEnv", "ant_sensors", "register_sensor_env", "thermal_sensors"]
 
 if "sensorgym/BatchedPendulum-v0" not in gym.registry:
     gym.register(
@@ -30,3 +34,4 @@ register_sensor_env(
     policy=["imu", "foot_0", "foot_1", "foot_2", "foot_3", "encoders"],
 )
 _register_tactile()
+_register_thermal()

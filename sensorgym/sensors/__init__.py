@@ -20,6 +20,7 @@ from .tactile import (
     ProximityOptions,
     ProximitySensor,
 )
+from .temperature import TemperatureGridOptions, TemperatureGridSensor
 
 __all__ = [
     "ContactForceOptions",
@@ -44,4 +45,6 @@ __all__ = [
     "ProximitySensor",
     "StateSensor",
     "StateSensorOptions",
+    "TemperatureGridOptions",
+    "TemperatureGridSensor",
 ]
