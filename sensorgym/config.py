@@ -1,0 +1,347 @@
+"""Experiment configs: env, sensors, critic, algorithm and sweep, from TOML or YAML, validated.
+
+A config is a mapping with these tables (all but ``sensors`` optional)::
+
+    [env]        id = "Pendulum-v1", n_envs = 4, vectorization = "sync", kwargs = {...}
+    [sensors.<name>]
+                 type = "StateSensorOptions" (an options class name), then any option of that class;
+                 a distribution is written {dist = "LogUniform", low = 0.01, high = 0.1}
+    [policy]     sensors = [...]                 # what the actor sees (default: every sensor)
+    [critic]     type = "asymmetric" | "symmetric", sensors = [...], env_obs = true, randomization = false
+    [algorithm]  name = "PPO", timesteps = 100000, seed = 0, eval_episodes = 10, normalize = true,
+                 eval_every = 0, kwargs = {...}  # PPO keyword arguments
+    [sweep]      seeds = [0, 1, 2], critic = ["symmetric", "asymmetric"],
+                 grid = {"sensors.angle.noise" = [0.0, 0.05, 0.2]}   # every combination
+                 or list = [{"sensors.angle.noise" = 0.0}, ...]    # explicit cells
+
+Every key is checked; an error names the key path, the value and the fix.
+
+Example:
+    >>> from sensorgym.config import parse_config
+    >>> cfg = parse_config({"sensors": {"angle": {"type": "StateSensorOptions", "key": "obs",
+    ...                     "noise": {"dist": "LogUniform", "low": 0.01, "high": 0.1}}}})
+    >>> type(cfg.sensors["angle"].noise).__name__, cfg.env.id, cfg.critic.type
+    ('LogUniform', 'Pendulum-v1', 'asymmetric')
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import itertools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .options import SensorOptions
+from .randomization import Choice, Distribution, LogUniform, Normal, Uniform
+from .sensor import SENSOR_REGISTRY
+
+__all__ = ["Config", "ConfigError", "apply_overrides", "load_config", "parse_config", "to_plain"]
+
+DISTRIBUTIONS: dict[str, type[Distribution]] = {
+    "Uniform": Uniform, "LogUniform": LogUniform, "Normal": Normal, "Choice": Choice,
+}
+
+
+class ConfigError(ValueError):
+    """An invalid config: the message names the key path, the value and the fix."""
+
+
+def _err(path: str, value: Any, why: str, fix: str) -> ConfigError:
+    return ConfigError(f"config {path} = {value!r}: {why}. Fix: {fix}.")
+
+
+def _unknown(path: str, key: str, known: list[str]) -> ConfigError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ConfigError(f"config {path}.{key}: unknown key. Fix: {hint}known keys: {sorted(known)}.")
+
+
+def _table(raw: Any, path: str, known: list[str]) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _err(path, raw, "expected a table (mapping)", f"write [{path}] with key = value lines")
+    for key in raw:
+        if key not in known:
+            raise _unknown(path, key, known)
+    return dict(raw)
+
+
+@dataclass
+class EnvConfig:
+    id: str = "Pendulum-v1"
+    n_envs: int = 4
+    vectorization: str = "sync"
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class CriticConfig:
+    type: str = "asymmetric"
+    sensors: list[str] | None = None
+    env_obs: bool = True
+    randomization: bool = False
+
+
+@dataclass
+class AlgorithmConfig:
+    name: str = "PPO"
+    timesteps: int = 100_000
+    seed: int = 0
+    eval_episodes: int = 10
+    eval_every: int = 0
+    normalize: bool = True
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class SweepConfig:
+    seeds: list[int] = field(default_factory=lambda: [0])
+    critic: list[str] = field(default_factory=lambda: ["symmetric", "asymmetric"])
+    grid: dict[str, list] = field(default_factory=dict)
+    list: list[dict[str, Any]] = field(default_factory=list)
+
+    def cells(self) -> list[dict[str, Any]]:
+        """The imperfection settings to run: the explicit list, or every combination of the grid."""
+        if self.list:
+            return [dict(c) for c in self.list]
+        if not self.grid:
+            return [{}]
+        keys = list(self.grid)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.grid.values())]
+
+
+@dataclass
+class Config:
+    """A parsed, validated experiment config (see the module docstring for the format)."""
+
+    sensors: dict[str, SensorOptions]
+    env: EnvConfig = field(default_factory=EnvConfig)
+    policy: list[str] | None = None
+    critic: CriticConfig = field(default_factory=CriticConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+def _options_class(name: Any, path: str) -> type[SensorOptions]:
+    by_name = {cls.__name__: cls for cls in SENSOR_REGISTRY}
+    by_name.update({sensor.__name__: opts for opts, sensor in SENSOR_REGISTRY.items()})
+    if not isinstance(name, str) or name not in by_name:
+        known = sorted(cls.__name__ for cls in SENSOR_REGISTRY)
+        close = difflib.get_close_matches(str(name), known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise _err(path, name, "unknown sensor options type", f"{hint}use one of {known}")
+    return by_name[name]
+
+
+def _value(raw: Any, path: str) -> Any:
+    """A plain value, or a distribution written as {dist = ..., ...}; recursively for lists."""
+    if isinstance(raw, Mapping):
+        if "dist" not in raw:
+            raise _err(path, raw, "a table here must describe a distribution",
+                       'write {dist = "Uniform", low = 0.0, high = 0.1}')
+        kind = raw["dist"]
+        if kind not in DISTRIBUTIONS:
+            raise _err(f"{path}.dist", kind, "unknown distribution", f"use one of {sorted(DISTRIBUTIONS)}")
+        params = {k: v for k, v in raw.items() if k != "dist"}
+        try:
+            return DISTRIBUTIONS[kind](**params)
+        except TypeError as e:
+            raise _err(path, raw, f"bad parameters for {kind} ({e})",
+                       "Uniform/LogUniform take low, high; Normal mean, std[, low, high]; Choice values")
+        except ValueError as e:
+            raise ConfigError(f"config {path}: {e}") from None
+    if isinstance(raw, list):
+        return [_value(v, f"{path}[{i}]") for i, v in enumerate(raw)]
+    return raw
+
+
+def _sensor(name: str, raw: Any, path: str) -> SensorOptions:
+    if not isinstance(raw, Mapping):
+        raise _err(path, raw, "expected a table", f'write [sensors.{name}] with type = "StateSensorOptions"')
+    if "type" not in raw:
+        raise _err(path, dict(raw), "missing the sensor type", 'add type = "StateSensorOptions" (or another)')
+    cls = _options_class(raw["type"], f"{path}.type")
+    fields = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in raw.items():
+        if key == "type":
+            continue
+        if key not in fields:
+            raise _unknown(path, key, ["type", *fields])
+        kwargs[key] = _value(value, f"{path}.{key}")
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise ConfigError(f"config {path}: {e}. Fix: check the required options of {cls.__name__}.") from None
+    except ValueError as e:
+        raise ConfigError(f"config {path}: {e}") from None
+
+
+def _typed(table: dict, path: str, key: str, kind: type | tuple, default: Any) -> Any:
+    value = table.get(key, default)
+    if kind is int and isinstance(value, bool):
+        raise _err(f"{path}.{key}", value, "expected an integer", f"write {key} = 1")
+    if not isinstance(value, kind):
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise _err(f"{path}.{key}", value, f"expected {name}", f"write {key} = <{name}>")
+    return value
+
+
+def _names(value: Any, path: str, sensors: Mapping) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _err(path, value, "expected a list of sensor names", f"write {path.split('.')[-1]} = [\"a\", \"b\"]")
+    unknown = [v for v in value if v not in sensors]
+    if unknown:
+        raise _err(path, value, f"unknown sensors {unknown}", f"use names from [sensors.*]: {sorted(sensors)}")
+    return list(value)
+
+
+def parse_config(raw: Mapping[str, Any]) -> Config:
+    """Validate a config mapping (e.g. parsed TOML/YAML) into a :class:`Config`."""
+    cfg = _parse(raw)
+    for cell in cfg.sweep.cells():  # every sweep cell must give a valid config
+        if not isinstance(cell, Mapping):
+            raise _err("sweep.list", cell, "each entry must be a table of overrides",
+                       'write {"sensors.a.noise" = 0.1}')
+        if cell:
+            apply_overrides(cfg, cell)
+    return cfg
+
+
+def _parse(raw: Mapping[str, Any]) -> Config:
+    top = _table(raw, "<root>", ["env", "sensors", "policy", "critic", "algorithm", "sweep"])
+    sensors_raw = top.get("sensors")
+    if not isinstance(sensors_raw, Mapping) or not sensors_raw:
+        raise _err("sensors", sensors_raw, "at least one sensor is needed",
+                   'add [sensors.angle] with type = "StateSensorOptions" and key = "obs"')
+    sensors = {name: _sensor(name, value, f"sensors.{name}") for name, value in sensors_raw.items()}
+
+    e = _table(top.get("env"), "env", ["id", "n_envs", "vectorization", "kwargs"])
+    env = EnvConfig(
+        id=_typed(e, "env", "id", str, "Pendulum-v1"),
+        n_envs=_typed(e, "env", "n_envs", int, 4),
+        vectorization=_typed(e, "env", "vectorization", str, "sync"),
+        kwargs=dict(_typed(e, "env", "kwargs", dict, {})),
+    )
+    if env.n_envs < 1:
+        raise _err("env.n_envs", env.n_envs, "must be >= 1", "write n_envs = 4")
+    if env.vectorization not in ("sync", "async"):
+        raise _err("env.vectorization", env.vectorization, "must be sync or async", 'write "sync"')
+
+    p = _table(top.get("policy"), "policy", ["sensors"])
+    policy = _names(p.get("sensors"), "policy.sensors", sensors)
+
+    c = _table(top.get("critic"), "critic", ["type", "sensors", "env_obs", "randomization"])
+    critic = CriticConfig(
+        type=_typed(c, "critic", "type", str, "asymmetric"),
+        sensors=_names(c.get("sensors"), "critic.sensors", sensors),
+        env_obs=_typed(c, "critic", "env_obs", bool, True),
+        randomization=_typed(c, "critic", "randomization", bool, False),
+    )
+    if critic.type not in ("symmetric", "asymmetric"):
+        raise _err("critic.type", critic.type, "must be symmetric or asymmetric", 'write type = "asymmetric"')
+
+    a = _table(top.get("algorithm"), "algorithm",
+               ["name", "timesteps", "seed", "eval_episodes", "eval_every", "normalize", "kwargs"])
+    algorithm = AlgorithmConfig(
+        name=_typed(a, "algorithm", "name", str, "PPO"),
+        timesteps=_typed(a, "algorithm", "timesteps", int, 100_000),
+        seed=_typed(a, "algorithm", "seed", int, 0),
+        eval_episodes=_typed(a, "algorithm", "eval_episodes", int, 10),
+        eval_every=_typed(a, "algorithm", "eval_every", int, 0),
+        normalize=_typed(a, "algorithm", "normalize", bool, True),
+        kwargs=dict(_typed(a, "algorithm", "kwargs", dict, {})),
+    )
+    if algorithm.name != "PPO":
+        raise _err("algorithm.name", algorithm.name, "only PPO (Stable-Baselines3) is supported", 'write "PPO"')
+    if algorithm.timesteps < 1 or algorithm.eval_episodes < 1:
+        raise _err("algorithm", a, "timesteps and eval_episodes must be >= 1", "use positive numbers")
+
+    s = _table(top.get("sweep"), "sweep", ["seeds", "critic", "grid", "list"])
+    sweep = SweepConfig(
+        seeds=list(_typed(s, "sweep", "seeds", list, [algorithm.seed])),
+        critic=list(_typed(s, "sweep", "critic", list, ["symmetric", "asymmetric"])),
+        grid=dict(_typed(s, "sweep", "grid", dict, {})),
+        list=list(_typed(s, "sweep", "list", list, [])),
+    )
+    for k in sweep.critic:
+        if k not in ("symmetric", "asymmetric"):
+            raise _err("sweep.critic", sweep.critic, f"unknown critic type {k!r}", 'use "symmetric" and/or "asymmetric"')
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in sweep.seeds) or not sweep.seeds:
+        raise _err("sweep.seeds", sweep.seeds, "expected a non-empty list of integers", "write seeds = [0, 1, 2]")
+    if sweep.grid and sweep.list:
+        raise _err("sweep", s, "give either grid or list, not both", "remove one of them")
+    for key, values in sweep.grid.items():
+        if not isinstance(values, list) or not values:
+            raise _err(f"sweep.grid.{key}", values, "expected a non-empty list of values", f'write "{key}" = [..]')
+    return Config(sensors=sensors, env=env, policy=policy, critic=critic, algorithm=algorithm, sweep=sweep,
+                  raw=copy.deepcopy(dict(raw)))
+
+
+def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
+    """A new config with dotted-path overrides applied (``"sensors.angle.noise" = 0.1``)."""
+    raw = copy.deepcopy(cfg.raw)
+    for path, value in overrides.items():
+        parts = path.split(".")
+        if not parts or parts[0] not in ("env", "sensors", "policy", "critic", "algorithm"):
+            raise ConfigError(f"config sweep override {path!r}: the path must start with env, sensors, policy, "
+                              "critic or algorithm. Fix: write e.g. \"sensors.angle.noise\".")
+        node = raw
+        for i, part in enumerate(parts[:-1]):
+            nxt = node.get(part)
+            if nxt is None:
+                if parts[0] == "sensors" and i == 1:
+                    raise ConfigError(f"config sweep override {path!r}: no sensor {part!r}. Fix: use one of "
+                                      f"{sorted(raw.get('sensors', {}))}.")
+                nxt = node[part] = {}
+            node = nxt
+        node[parts[-1]] = value
+    raw.pop("sweep", None)
+    return dataclasses.replace(_parse(raw), sweep=cfg.sweep, raw={**raw, "sweep": cfg.raw.get("sweep", {})})
+
+
+def load_config(path: str | Path) -> Config:
+    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``, needs PyYAML) or JSON config file."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {str(path)!r} does not exist. Fix: check the path.")
+    text = path.read_text()
+    try:
+        if path.suffix == ".toml":
+            import tomllib
+
+            raw = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            raw = yaml.safe_load(text)
+        elif path.suffix == ".json":
+            raw = json.loads(text)
+        else:
+            raise ConfigError(f"config file {str(path)!r}: unknown format. Fix: use .toml, .yaml or .json.")
+    except (ValueError, ImportError) as e:
+        if isinstance(e, ConfigError):
+            raise
+        raise ConfigError(f"config file {str(path)!r} cannot be parsed: {e}") from None
+    return parse_config(raw or {})
+
+
+def to_plain(value: Any) -> Any:
+    """Options and distributions as plain JSON-able data (for saving beside a model)."""
+    if isinstance(value, Distribution):
+        return {"dist": type(value).__name__, **{f.name: to_plain(getattr(value, f.name))
+                                                  for f in dataclasses.fields(value)}}
+    if dataclasses.is_dataclass(value):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    return value
