@@ -43,7 +43,10 @@ from .sensor import SENSOR_REGISTRY
 __all__ = ["Config", "ConfigError", "apply_overrides", "load_config", "parse_config", "to_plain"]
 
 DISTRIBUTIONS: dict[str, type[Distribution]] = {
-    "Uniform": Uniform, "LogUniform": LogUniform, "Normal": Normal, "Choice": Choice,
+    "Uniform": Uniform,
+    "LogUniform": LogUniform,
+    "Normal": Normal,
+    "Choice": Choice,
 }
 
 
@@ -144,8 +147,12 @@ def _value(raw: Any, path: str) -> Any:
     """A plain value, or a distribution written as {dist = ..., ...}; recursively for lists."""
     if isinstance(raw, Mapping):
         if "dist" not in raw:
-            raise _err(path, raw, "a table here must describe a distribution",
-                       'write {dist = "Uniform", low = 0.0, high = 0.1}')
+            raise _err(
+                path,
+                raw,
+                "a table here must describe a distribution",
+                'write {dist = "Uniform", low = 0.0, high = 0.1}',
+            )
         kind = raw["dist"]
         if kind not in DISTRIBUTIONS:
             raise _err(f"{path}.dist", kind, "unknown distribution", f"use one of {sorted(DISTRIBUTIONS)}")
@@ -153,8 +160,12 @@ def _value(raw: Any, path: str) -> Any:
         try:
             return DISTRIBUTIONS[kind](**params)
         except TypeError as e:
-            raise _err(path, raw, f"bad parameters for {kind} ({e})",
-                       "Uniform/LogUniform take low, high; Normal mean, std[, low, high]; Choice values")
+            raise _err(
+                path,
+                raw,
+                f"bad parameters for {kind} ({e})",
+                "Uniform/LogUniform take low, high; Normal mean, std[, low, high]; Choice values",
+            )
         except ValueError as e:
             raise ConfigError(f"config {path}: {e}") from None
     if isinstance(raw, list):
@@ -198,10 +209,14 @@ def _names(value: Any, path: str, sensors: Mapping) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _err(path, value, "expected a list of sensor names", f"write {path.split('.')[-1]} = [\"a\", \"b\"]")
+        raise _err(
+            path, value, "expected a list of sensor names", f'write {path.split(".")[-1]} = ["a", "b"]'
+        )
     unknown = [v for v in value if v not in sensors]
     if unknown:
-        raise _err(path, value, f"unknown sensors {unknown}", f"use names from [sensors.*]: {sorted(sensors)}")
+        raise _err(
+            path, value, f"unknown sensors {unknown}", f"use names from [sensors.*]: {sorted(sensors)}"
+        )
     return list(value)
 
 
@@ -210,8 +225,12 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     cfg = _parse(raw)
     for cell in cfg.sweep.cells():  # every sweep cell must give a valid config
         if not isinstance(cell, Mapping):
-            raise _err("sweep.list", cell, "each entry must be a table of overrides",
-                       'write {"sensors.a.noise" = 0.1}')
+            raise _err(
+                "sweep.list",
+                cell,
+                "each entry must be a table of overrides",
+                'write {"sensors.a.noise" = 0.1}',
+            )
         if cell:
             apply_overrides(cfg, cell)
     return cfg
@@ -221,8 +240,12 @@ def _parse(raw: Mapping[str, Any]) -> Config:
     top = _table(raw, "<root>", ["env", "sensors", "policy", "critic", "algorithm", "sweep"])
     sensors_raw = top.get("sensors")
     if not isinstance(sensors_raw, Mapping) or not sensors_raw:
-        raise _err("sensors", sensors_raw, "at least one sensor is needed",
-                   'add [sensors.angle] with type = "StateSensorOptions" and key = "obs"')
+        raise _err(
+            "sensors",
+            sensors_raw,
+            "at least one sensor is needed",
+            'add [sensors.angle] with type = "StateSensorOptions" and key = "obs"',
+        )
     sensors = {name: _sensor(name, value, f"sensors.{name}") for name, value in sensors_raw.items()}
 
     e = _table(top.get("env"), "env", ["id", "n_envs", "vectorization", "kwargs"])
@@ -250,8 +273,11 @@ def _parse(raw: Mapping[str, Any]) -> Config:
     if critic.type not in ("symmetric", "asymmetric"):
         raise _err("critic.type", critic.type, "must be symmetric or asymmetric", 'write type = "asymmetric"')
 
-    a = _table(top.get("algorithm"), "algorithm",
-               ["name", "timesteps", "seed", "eval_episodes", "eval_every", "normalize", "kwargs"])
+    a = _table(
+        top.get("algorithm"),
+        "algorithm",
+        ["name", "timesteps", "seed", "eval_episodes", "eval_every", "normalize", "kwargs"],
+    )
     algorithm = AlgorithmConfig(
         name=_typed(a, "algorithm", "name", str, "PPO"),
         timesteps=_typed(a, "algorithm", "timesteps", int, 100_000),
@@ -262,7 +288,9 @@ def _parse(raw: Mapping[str, Any]) -> Config:
         kwargs=dict(_typed(a, "algorithm", "kwargs", dict, {})),
     )
     if algorithm.name != "PPO":
-        raise _err("algorithm.name", algorithm.name, "only PPO (Stable-Baselines3) is supported", 'write "PPO"')
+        raise _err(
+            "algorithm.name", algorithm.name, "only PPO (Stable-Baselines3) is supported", 'write "PPO"'
+        )
     if algorithm.timesteps < 1 or algorithm.eval_episodes < 1:
         raise _err("algorithm", a, "timesteps and eval_episodes must be >= 1", "use positive numbers")
 
@@ -275,16 +303,32 @@ def _parse(raw: Mapping[str, Any]) -> Config:
     )
     for k in sweep.critic:
         if k not in ("symmetric", "asymmetric"):
-            raise _err("sweep.critic", sweep.critic, f"unknown critic type {k!r}", 'use "symmetric" and/or "asymmetric"')
+            raise _err(
+                "sweep.critic",
+                sweep.critic,
+                f"unknown critic type {k!r}",
+                'use "symmetric" and/or "asymmetric"',
+            )
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in sweep.seeds) or not sweep.seeds:
-        raise _err("sweep.seeds", sweep.seeds, "expected a non-empty list of integers", "write seeds = [0, 1, 2]")
+        raise _err(
+            "sweep.seeds", sweep.seeds, "expected a non-empty list of integers", "write seeds = [0, 1, 2]"
+        )
     if sweep.grid and sweep.list:
         raise _err("sweep", s, "give either grid or list, not both", "remove one of them")
     for key, values in sweep.grid.items():
         if not isinstance(values, list) or not values:
-            raise _err(f"sweep.grid.{key}", values, "expected a non-empty list of values", f'write "{key}" = [..]')
-    return Config(sensors=sensors, env=env, policy=policy, critic=critic, algorithm=algorithm, sweep=sweep,
-                  raw=copy.deepcopy(dict(raw)))
+            raise _err(
+                f"sweep.grid.{key}", values, "expected a non-empty list of values", f'write "{key}" = [..]'
+            )
+    return Config(
+        sensors=sensors,
+        env=env,
+        policy=policy,
+        critic=critic,
+        algorithm=algorithm,
+        sweep=sweep,
+        raw=copy.deepcopy(dict(raw)),
+    )
 
 
 def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
@@ -293,15 +337,19 @@ def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
     for path, value in overrides.items():
         parts = path.split(".")
         if not parts or parts[0] not in ("env", "sensors", "policy", "critic", "algorithm"):
-            raise ConfigError(f"config sweep override {path!r}: the path must start with env, sensors, policy, "
-                              "critic or algorithm. Fix: write e.g. \"sensors.angle.noise\".")
+            raise ConfigError(
+                f"config sweep override {path!r}: the path must start with env, sensors, policy, "
+                'critic or algorithm. Fix: write e.g. "sensors.angle.noise".'
+            )
         node = raw
         for i, part in enumerate(parts[:-1]):
             nxt = node.get(part)
             if nxt is None:
                 if parts[0] == "sensors" and i == 1:
-                    raise ConfigError(f"config sweep override {path!r}: no sensor {part!r}. Fix: use one of "
-                                      f"{sorted(raw.get('sensors', {}))}.")
+                    raise ConfigError(
+                        f"config sweep override {path!r}: no sensor {part!r}. Fix: use one of "
+                        f"{sorted(raw.get('sensors', {}))}."
+                    )
                 nxt = node[part] = {}
             node = nxt
         node[parts[-1]] = value
@@ -338,8 +386,10 @@ def load_config(path: str | Path) -> Config:
 def to_plain(value: Any) -> Any:
     """Options and distributions as plain JSON-able data (for saving beside a model)."""
     if isinstance(value, Distribution):
-        return {"dist": type(value).__name__, **{f.name: to_plain(getattr(value, f.name))
-                                                  for f in dataclasses.fields(value)}}
+        return {
+            "dist": type(value).__name__,
+            **{f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        }
     if dataclasses.is_dataclass(value):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):

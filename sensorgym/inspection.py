@@ -36,24 +36,36 @@ class InspectResult:
     figure: Path | None = None
 
 
-def record(cfg: Config, steps: int, seed: int = 0, model: Any = None) -> tuple[np.ndarray, list, np.ndarray,
-                                                                               np.ndarray]:
+def record(
+    cfg: Config, steps: int, seed: int = 0, model: Any = None
+) -> tuple[np.ndarray, list, np.ndarray, np.ndarray]:
     """Step one env for ``steps`` steps (random actions, or ``model.predict``) and record every sensor's
     GT and measured reading (current read, no history). Returns (times, channel names, gt, measured)."""
     from .wrappers import make_sensor_vec
 
-    envs = make_sensor_vec(cfg.env.id, 1, cfg.sensors, seed=seed, env_kwargs=cfg.env.kwargs,
-                           policy=cfg.policy, critic=cfg.critic.sensors)
+    envs = make_sensor_vec(
+        cfg.env.id,
+        1,
+        cfg.sensors,
+        seed=seed,
+        env_kwargs=cfg.env.kwargs,
+        policy=cfg.policy,
+        critic=cfg.critic.sensors,
+    )
     names = []
     for name, s in envs.sensors.items():
         width = s.return_slice.stop - s.return_slice.start
         names += [name] if width == 1 else [f"{name}[{i}]" for i in range(width)]
 
     def snapshot() -> tuple[np.ndarray, np.ndarray]:
-        st = [(s._storage.gt_cache[0, s.return_slice], s._storage.m_cache[0, s.return_slice])
-              for s in envs.sensors.values()]
-        return (np.concatenate([g.float().numpy() for g, _ in st]),
-                np.concatenate([m.float().numpy() for _, m in st]))
+        st = [
+            (s._storage.gt_cache[0, s.return_slice], s._storage.m_cache[0, s.return_slice])
+            for s in envs.sensors.values()
+        ]
+        return (
+            np.concatenate([g.float().numpy() for g, _ in st]),
+            np.concatenate([m.float().numpy() for _, m in st]),
+        )
 
     obs, _ = envs.reset(seed=seed)
     envs.action_space.seed(seed)
@@ -103,7 +115,7 @@ def estimate_channel(gt: np.ndarray, measured: np.ndarray, max_lag: int = 20) ->
         scores = [np.var(measured[k:] - gt[: n - k]) for k in range(max_lag + 1)]
         best = int(np.argmin(scores))
     resid = measured[best:] - gt[: n - best]
-    window = max(3, len(resid) // 10)
+    window = max(3, len(resid) // 4)
     # medians and the MAD: robust to the few samples around an episode boundary, where the delayed
     # reading still shows the padding while the ground truth has jumped
     bias = float(np.median(resid[:window]))  # at the start: before a random walk wanders off
@@ -113,17 +125,26 @@ def estimate_channel(gt: np.ndarray, measured: np.ndarray, max_lag: int = 20) ->
         noise = float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2))
     else:
         noise = 0.0
-    return {"delay_steps": best, "bias": bias, "noise_std": noise, "drift_end": drift,
-            "quantization": _quantization(measured)}
+    return {
+        "delay_steps": best,
+        "bias": bias,
+        "noise_std": noise,
+        "drift_end": drift,
+        "quantization": _quantization(measured),
+    }
 
 
 def format_summary(summary: list[dict[str, Any]], dt: float) -> str:
-    lines = [f"{'channel':<16} {'delay [steps]':>13} {'delay [s]':>9} {'noise std':>10} {'bias':>9} "
-             f"{'drift@end':>10} {'quant. step':>11}"]
+    lines = [
+        f"{'channel':<16} {'delay [steps]':>13} {'delay [s]':>9} {'noise std':>10} {'bias':>9} "
+        f"{'drift@end':>10} {'quant. step':>11}"
+    ]
     for row in summary:
         q = f"{row['quantization']:.4g}" if row["quantization"] else "none"
-        lines.append(f"{row['channel']:<16} {row['delay_steps']:>13d} {row['delay_steps'] * dt:>9.3f} "
-                     f"{row['noise_std']:>10.4f} {row['bias']:>9.4f} {row['drift_end']:>10.4f} {q:>11}")
+        lines.append(
+            f"{row['channel']:<16} {row['delay_steps']:>13d} {row['delay_steps'] * dt:>9.3f} "
+            f"{row['noise_std']:>10.4f} {row['bias']:>9.4f} {row['drift_end']:>10.4f} {q:>11}"
+        )
     return "\n".join(lines)
 
 
@@ -139,12 +160,23 @@ def plot_traces(result: InspectResult, path: str | Path, max_channels: int = 12)
     for c, ax in enumerate(axes[:, 0]):
         s = result.summary[c]
         ax.plot(result.times, result.gt[:, c], color="black", lw=1.4, label="ground truth")
-        ax.step(result.times, result.measured[:, c], where="post", color="tab:red", lw=1.0, alpha=0.85,
-                label="measured")
+        ax.step(
+            result.times,
+            result.measured[:, c],
+            where="post",
+            color="tab:red",
+            lw=1.0,
+            alpha=0.85,
+            label="measured",
+        )
         ax.set_ylabel(result.channels[c], fontsize=9)
         q = f"{s['quantization']:.3g}" if s["quantization"] else "none"
-        ax.set_title(f"delay {s['delay_steps']} steps, noise {s['noise_std']:.3g}, bias {s['bias']:.3g}, "
-                     f"drift {s['drift_end']:.3g}, quantization {q}", fontsize=8, loc="left")
+        ax.set_title(
+            f"delay {s['delay_steps']} steps, noise {s['noise_std']:.3g}, bias {s['bias']:.3g}, "
+            f"drift {s['drift_end']:.3g}, quantization {q}",
+            fontsize=8,
+            loc="left",
+        )
         ax.grid(alpha=0.3)
     axes[0, 0].legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("time [s]")
@@ -156,8 +188,14 @@ def plot_traces(result: InspectResult, path: str | Path, max_channels: int = 12)
     return path
 
 
-def run_inspect(cfg: Config, steps: int = 200, seed: int = 0, out: str | Path | None = None,
-                model: Any = None, max_lag: int = 20) -> InspectResult:
+def run_inspect(
+    cfg: Config,
+    steps: int = 200,
+    seed: int = 0,
+    out: str | Path | None = None,
+    model: Any = None,
+    max_lag: int = 20,
+) -> InspectResult:
     times, names, gt, measured = record(cfg, steps, seed=seed, model=model)
     summary = []
     for c, name in enumerate(names):

@@ -1,8 +1,9 @@
 """Training helpers: PPO (Stable-Baselines3) on a sensor-observed env, symmetric or asymmetric critic.
 
 ``make_training_env`` builds a SAME_STEP vector env observed through sensors and adapted to SB3;
-``train_ppo`` trains and evaluates one run and returns its numbers. The CLI (``sensorgym train`` and
-``sensorgym ablate``) and the benchmark scripts are built on these.
+``train_ppo`` trains and evaluates one run and returns its numbers; ``train_from_config`` /
+``evaluate_saved`` are what ``sensorgym train`` and ``sensorgym eval`` run: a run directory holds the
+model, the observation-normalization statistics, the config and TensorBoard logs.
 
 Example:
     >>> import sensorgym as sg
@@ -16,15 +17,25 @@ Example:
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .options import SensorOptions
 
-__all__ = ["CRITIC_TYPES", "DEFAULT_PPO", "evaluate", "make_training_env", "train_ppo"]
+__all__ = [
+    "CRITIC_TYPES",
+    "DEFAULT_PPO",
+    "evaluate",
+    "evaluate_saved",
+    "make_training_env",
+    "train_from_config",
+    "train_ppo",
+]
 
 #: critic types: what the value function reads
 CRITIC_TYPES = ("symmetric", "asymmetric")
@@ -88,6 +99,39 @@ def evaluate(model: Any, env: Any, episodes: int, deterministic: bool = True) ->
     return returns[:episodes]
 
 
+def _normalized(env: Any, gamma: float, training: bool = True) -> Any:
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    return VecNormalize(
+        env, norm_obs_keys=["policy", "critic"], gamma=gamma, training=training, norm_reward=training
+    )
+
+
+def _eval_callback(make_eval_env: Callable[[], Any], every: int, episodes: int, train_env: Any) -> Any:
+    """Evaluate every ``every`` timesteps and log ``eval/mean_return`` (TensorBoard and stdout log)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class PeriodicEval(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_at = every
+            self.history: list[tuple[int, float]] = []
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next_at:
+                self.next_at += every
+                env = make_eval_env()
+                if hasattr(train_env, "obs_rms"):
+                    env.obs_rms = train_env.obs_rms
+                mean = float(np.mean(evaluate(self.model, env, episodes)))
+                env.close()
+                self.history.append((self.num_timesteps, mean))
+                self.logger.record("eval/mean_return", mean)
+            return True
+
+    return PeriodicEval()
+
+
 def train_ppo(
     env_id: str,
     sensors: Mapping[str, SensorOptions],
@@ -99,13 +143,18 @@ def train_ppo(
     eval_episodes: int = 10,
     eval_sensors: Mapping[str, SensorOptions] | None = None,
     policy_sensors: list[str] | None = None,
+    critic_sensors: list[str] | None = None,
+    critic_env_obs: bool = True,
+    critic_randomization: bool = False,
     ppo_kwargs: Mapping[str, Any] | None = None,
     normalize: bool = True,
     tensorboard_log: str | None = None,
     callback: Any = None,
     progress_bar: bool = False,
+    eval_every: int = 0,
     on_model: Callable[[Any, Any], None] | None = None,
     env_kwargs: dict | None = None,
+    vectorization_mode: str = "sync",
 ) -> dict[str, Any]:
     """Train PPO with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` + ``"critic"``)
     critic and evaluate it, optionally under a different sensor configuration (``eval_sensors``).
@@ -113,23 +162,34 @@ def train_ppo(
     Returns a dict with the evaluation mean/std return, timings and the settings of the run.
     """
     from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecNormalize
+    from stable_baselines3.common.callbacks import CallbackList
 
     from .wrappers.sb3 import AsymmetricActorCriticPolicy
 
     if critic not in CRITIC_TYPES:
         raise ValueError(f"critic={critic!r}: expected one of {CRITIC_TYPES}.")
-    env = make_training_env(
-        env_id, sensors, n_envs=n_envs, seed=seed, policy=policy_sensors, env_kwargs=env_kwargs
-    )
-    if normalize:
-        env = VecNormalize(
-            env,
-            norm_obs_keys=["policy", "critic"],
-            gamma=dict(ppo_kwargs or {}).get("gamma", DEFAULT_PPO["gamma"]),
-        )
-    critic_keys = ("policy", "critic") if critic == "asymmetric" else ("policy",)
     kwargs = {**DEFAULT_PPO, **dict(ppo_kwargs or {})}
+    sensor_kwargs = dict(
+        policy=policy_sensors,
+        critic=critic_sensors,
+        critic_env_obs=critic_env_obs,
+        critic_randomization=critic_randomization,
+    )
+
+    def make_env(sensor_set: Mapping[str, SensorOptions], env_seed: int, training: bool) -> Any:
+        env = make_training_env(
+            env_id,
+            sensor_set,
+            n_envs=n_envs,
+            seed=env_seed,
+            env_kwargs=env_kwargs,
+            vectorization_mode=vectorization_mode,
+            **sensor_kwargs,
+        )
+        return _normalized(env, kwargs["gamma"], training) if normalize else env
+
+    env = make_env(sensors, seed, True)
+    critic_keys = ("policy", "critic") if critic == "asymmetric" else ("policy",)
     model = PPO(
         AsymmetricActorCriticPolicy,
         env,
@@ -140,23 +200,20 @@ def train_ppo(
         policy_kwargs=dict(critic_keys=critic_keys, net_arch=dict(pi=[64, 64], vf=[64, 64])),
         **kwargs,
     )
+    callbacks = [callback] if callback is not None else []
+    periodic = None
+    if eval_every:
+        periodic = _eval_callback(
+            lambda: make_env(eval_sensors or sensors, seed + 20_000, False), eval_every, eval_episodes, env
+        )
+        callbacks.append(periodic)
     start = time.perf_counter()
-    model.learn(timesteps, callback=callback, progress_bar=progress_bar)
+    model.learn(timesteps, callback=CallbackList(callbacks) if callbacks else None, progress_bar=progress_bar)
     train_seconds = time.perf_counter() - start
     if on_model is not None:
         on_model(model, env)
-    eval_env = make_training_env(
-        env_id,
-        eval_sensors or sensors,
-        n_envs=n_envs,
-        seed=seed + 10_000,
-        policy=policy_sensors,
-        env_kwargs=env_kwargs,
-    )
+    eval_env = make_env(eval_sensors or sensors, seed + 10_000, False)
     if normalize:
-        eval_env = VecNormalize(
-            eval_env, norm_obs_keys=["policy", "critic"], training=False, norm_reward=False
-        )
         eval_env.obs_rms = env.obs_rms
     returns = evaluate(model, eval_env, eval_episodes)
     env.close()
@@ -169,4 +226,137 @@ def train_ppo(
         "eval_return_std": float(np.std(returns)),
         "eval_returns": returns,
         "train_seconds": train_seconds,
+        "eval_history": periodic.history if periodic is not None else [],
+    }
+
+
+def _config_kwargs(cfg: Any) -> dict[str, Any]:
+    return dict(
+        n_envs=cfg.env.n_envs,
+        policy_sensors=cfg.policy,
+        critic_sensors=cfg.critic.sensors,
+        critic_env_obs=cfg.critic.env_obs,
+        critic_randomization=cfg.critic.randomization,
+        ppo_kwargs=cfg.algorithm.kwargs,
+        normalize=cfg.algorithm.normalize,
+        env_kwargs=cfg.env.kwargs,
+        vectorization_mode=cfg.env.vectorization,
+    )
+
+
+def _BlankCritic(env: Any, space: Any) -> Any:
+    """Replace the ``"critic"`` observation by zeros of the trained shape: evaluation runs the actor
+    only, so a test config may change what the critic would have seen (e.g. no randomized parameters)."""
+    import gymnasium as gym
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    class BlankCritic(VecEnvWrapper):
+        def __init__(self) -> None:
+            obs_space = gym.spaces.Dict({**env.observation_space.spaces, "critic": space})
+            super().__init__(env, observation_space=obs_space)
+
+        def _blank(self, obs: dict) -> dict:
+            return {**obs, "critic": np.zeros((self.num_envs, *space.shape), dtype=np.float32)}
+
+        def reset(self) -> Any:
+            return self._blank(self.venv.reset())
+
+        def step_wait(self) -> Any:
+            obs, rewards, dones, infos = self.venv.step_wait()
+            for info in infos:
+                if "terminal_observation" in info:
+                    info["terminal_observation"] = {
+                        **info["terminal_observation"],
+                        "critic": np.zeros(space.shape, np.float32),
+                    }
+            return self._blank(obs), rewards, dones, infos
+
+    return BlankCritic()
+
+
+def train_from_config(
+    cfg: Any,
+    out: str | Path,
+    *,
+    progress_bar: bool = True,
+    callback: Any = None,
+    timesteps: int | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """``sensorgym train``: train, evaluate, and save the run to ``out``: ``model.zip``,
+    ``vecnormalize.pkl`` (if normalizing), ``config.json`` (the full config), ``result.json`` and
+    TensorBoard logs under ``tb/``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save(model: Any, env: Any) -> None:
+        model.save(out / "model.zip")
+        if hasattr(env, "obs_rms"):
+            env.save(str(out / "vecnormalize.pkl"))
+
+    result = train_ppo(
+        cfg.env.id,
+        cfg.sensors,
+        critic=cfg.critic.type,
+        timesteps=timesteps if timesteps is not None else cfg.algorithm.timesteps,
+        seed=seed if seed is not None else cfg.algorithm.seed,
+        eval_episodes=cfg.algorithm.eval_episodes,
+        tensorboard_log=str(out / "tb"),
+        callback=callback,
+        progress_bar=progress_bar,
+        eval_every=cfg.algorithm.eval_every,
+        on_model=save,
+        **_config_kwargs(cfg),
+    )
+    (out / "config.json").write_text(json.dumps(cfg.raw, indent=2, default=str))
+    (out / "result.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def evaluate_saved(
+    run_dir: str | Path, cfg: Any = None, episodes: int | None = None, seed: int = 12_345
+) -> dict[str, Any]:
+    """``sensorgym eval``: replay a saved run, under its own sensor config or another one (``cfg``),
+    e.g. trained clean and tested noisy. The observation layout must match the one trained on."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from .config import parse_config
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "model.zip").exists():
+        raise FileNotFoundError(
+            f"{run_dir}: no model.zip. Fix: pass the directory `sensorgym train --out` wrote."
+        )
+    trained = parse_config(json.loads((run_dir / "config.json").read_text()))
+    cfg = cfg or trained
+    env = make_training_env(
+        cfg.env.id,
+        cfg.sensors,
+        n_envs=cfg.env.n_envs,
+        seed=seed,
+        env_kwargs=cfg.env.kwargs,
+        policy=cfg.policy,
+        critic=cfg.critic.sensors,
+        critic_env_obs=cfg.critic.env_obs,
+        critic_randomization=cfg.critic.randomization,
+    )
+    model = PPO.load(run_dir / "model.zip", device="cpu")
+    want, got = model.observation_space["policy"].shape, env.observation_space["policy"].shape
+    if want != got:
+        raise ValueError(
+            f"the eval config gives 'policy' observations of shape {got}, the model was trained on {want}. "
+            "Fix: change only imperfection levels (noise, delay, ...), not the policy sensors or their history."
+        )
+    if model.observation_space["critic"].shape != env.observation_space["critic"].shape:
+        env = _BlankCritic(env, model.observation_space["critic"])  # the actor never reads it
+    if (run_dir / "vecnormalize.pkl").exists():
+        env = VecNormalize.load(str(run_dir / "vecnormalize.pkl"), env)
+        env.training, env.norm_reward = False, False
+    returns = evaluate(model, env, episodes or cfg.algorithm.eval_episodes)
+    env.close()
+    return {
+        "eval_return_mean": float(np.mean(returns)),
+        "eval_return_std": float(np.std(returns)),
+        "eval_returns": returns,
     }
