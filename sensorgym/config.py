@@ -165,7 +165,7 @@ def _value(raw: Any, path: str) -> Any:
                 raw,
                 f"bad parameters for {kind} ({e})",
                 "Uniform/LogUniform take low, high; Normal mean, std[, low, high]; Choice values",
-            )
+            ) from None
         except ValueError as e:
             raise ConfigError(f"config {path}: {e}") from None
     if isinstance(raw, list):

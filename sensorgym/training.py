@@ -346,7 +346,7 @@ def evaluate_saved(
     if want != got:
         raise ValueError(
             f"the eval config gives 'policy' observations of shape {got}, the model was trained on {want}. "
-            "Fix: change only imperfection levels (noise, delay, ...), not the policy sensors or their history."
+            "Fix: change only imperfection levels (noise, delay, ...), not the policy sensors or history."
         )
     if model.observation_space["critic"].shape != env.observation_space["critic"].shape:
         env = _BlankCritic(env, model.observation_space["critic"])  # the actor never reads it
