@@ -1,0 +1,109 @@
+"""skrl PPO whose critic reads the privileged ``states`` (the sensor observation's ``"critic"``).
+
+``SkrlWrapper`` exposes ``observation_space`` = the measured readings and ``state_space`` / ``state()`` =
+ground truth + env state, which skrl's trainers hand to the agent as ``states``. Run:
+
+    python examples/skrl_pendulum.py --timesteps 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from skrl.agents.torch.ppo import PPO, PPO_CFG
+from skrl.memories.torch import RandomMemory
+from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
+from skrl.trainers.torch import SequentialTrainer
+from torch import nn
+
+import sensorgym as sg
+from sensorgym.envs import BatchedPendulumEnv
+from sensorgym.wrappers import SensorObservation
+from sensorgym.wrappers.skrl import SkrlWrapper
+
+
+class Policy(GaussianMixin, Model):
+    def __init__(self, env: SkrlWrapper) -> None:
+        Model.__init__(
+            self,
+            observation_space=env.observation_space,
+            state_space=env.state_space,
+            action_space=env.action_space,
+            device=env.device,
+        )
+        GaussianMixin.__init__(self)
+        self.net = nn.Sequential(
+            nn.Linear(self.num_observations, 64), nn.Tanh(), nn.Linear(64, self.num_actions)
+        )
+        self.log_std = nn.Parameter(torch.zeros(self.num_actions))
+
+    def compute(self, inputs, role=""):
+        return self.net(inputs["observations"]), {"log_std": self.log_std}
+
+
+class Value(DeterministicMixin, Model):
+    """The critic: measured readings + privileged states."""
+
+    def __init__(self, env: SkrlWrapper) -> None:
+        Model.__init__(
+            self,
+            observation_space=env.observation_space,
+            state_space=env.state_space,
+            action_space=env.action_space,
+            device=env.device,
+        )
+        DeterministicMixin.__init__(self)
+        self.net = nn.Sequential(
+            nn.Linear(self.num_observations + self.num_states, 64), nn.Tanh(), nn.Linear(64, 1)
+        )
+
+    def compute(self, inputs, role=""):
+        return self.net(torch.cat([inputs["observations"], inputs["states"]], dim=1)), {}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--timesteps", type=int, default=20_000)
+    p.add_argument("--num-envs", type=int, default=64)
+    args = p.parse_args(argv)
+    env = SkrlWrapper(
+        SensorObservation(
+            BatchedPendulumEnv(args.num_envs, autoreset_mode="SameStep"),
+            {
+                "angle": sg.StateSensorOptions(
+                    key="obs", index=[0, 1], delay=0.05, noise=0.05, history_length=3
+                )
+            },
+            seed=0,
+        )
+    )
+    models = {"policy": Policy(env), "value": Value(env)}
+    agent = PPO(
+        models=models,
+        memory=RandomMemory(memory_size=32, num_envs=env.num_envs, device=env.device),
+        observation_space=env.observation_space,
+        state_space=env.state_space,
+        action_space=env.action_space,
+        device=env.device,
+        cfg=PPO_CFG(rollouts=32, learning_epochs=4, mini_batches=4, discount_factor=0.95),
+    )
+    trainer = SequentialTrainer(
+        env=env,
+        agents=agent,
+        cfg={
+            "timesteps": args.timesteps,
+            "headless": True,
+            "disable_progressbar": True,
+            "close_environment_at_exit": False,
+        },
+    )
+    trainer.train()
+    print(
+        f"trained {args.timesteps} steps; critic input = {models['value'].net[0].in_features} values "
+        f"(policy {env.observation_space.shape[0]} + states {env.state_space.shape[0]})"
+    )
+
+
+if __name__ == "__main__":
+    main()
