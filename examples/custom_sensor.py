@@ -71,7 +71,7 @@ def main() -> None:
     mgr = sg.SensorManager(num_envs=2, dt=0.1, seed=0)
     odo = mgr.add_sensor(OdometerOptions(slip=0.1, delay=0.2, noise=0.001), name="odometer")
     mgr.reset({"wheel_speed": torch.zeros(2)})
-    for t in range(20):
+    for _ in range(20):
         mgr.step({"wheel_speed": torch.tensor([10.0, 20.0])})  # rad/s: 0.05 m/step and 0.1 m/step
     print("measured ticks (2 steps old, slipping, noisy):", odo.read()[:, 0].tolist())
     print("true ticks                                  :", odo.read_ground_truth()[:, 0].tolist())
