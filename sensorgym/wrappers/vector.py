@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -145,6 +146,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         self.observation_space = batch_space(self.layout.space, self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._layout: tuple | None = None  # of the flat simulator state from the sub-envs
+        self._last_obs: Any = None  # the inner env's last observation (for checkpoints)
 
     def _learn_layout(self, info: Mapping) -> None:
         layouts = info.get(LAYOUT_KEY)
@@ -199,6 +201,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         return done.detach().cpu().numpy().astype(bool) if torch.is_tensor(done) else np.asarray(done, bool)
 
     def _observation(self, obs: Any) -> dict[str, Any]:
+        self._last_obs = obs
         env_flat = None
         if self.layout.include_env_obs:
             env_flat = flatten_env_obs(obs, self.num_envs, self.manager.device)
@@ -256,10 +259,43 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         return out
 
     # -- persistence -----------------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """The wrapper's sensor state: manager (rings, randomization, RNG) and autoreset bookkeeping."""
-        return {"manager": self.manager.state_dict(), "autoreset": _copy_mask(self._autoreset)}
+    def state_dict(self, include_envs: bool = False) -> dict[str, Any]:
+        """Everything the wrapper needs to continue exactly: the manager (rings, randomization, RNG), the
+        autoreset bookkeeping, the last observation; with ``include_envs`` also a snapshot of the
+        wrapped vector env (Sync or natively batched; see :mod:`sensorgym.checkpoint`), so a run can stop
+        mid-episode and resume bit-identically in a fresh process."""
+        state = {
+            "manager": self.manager.state_dict(),
+            "autoreset": _copy_mask(self._autoreset),
+            "layout": self._layout,
+            "last_obs": copy.deepcopy(self._last_obs),
+        }
+        if include_envs:
+            from ..checkpoint import snapshot_vector_env
+
+            state["envs"] = snapshot_vector_env(self.env)
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict` (into a wrapper built with the same env id and sensors)."""
+        if "envs" in state:
+            from ..checkpoint import restore_vector_env
+
+            restored = restore_vector_env(state["envs"])
+            if restored.num_envs != self.num_envs:
+                raise ValueError(
+                    f"load_state_dict: the snapshot has {restored.num_envs} envs, this wrapper "
+                    f"{self.num_envs}. Fix: build the wrapper with the same number of envs."
+                )
+            self.env.close()
+            self.env = restored
         self.manager.load_state_dict(state["manager"])
         self._autoreset = _like(_copy_mask(state["autoreset"]), self._autoreset)
+        self._layout = state.get("layout", self._layout)
+        self._last_obs = copy.deepcopy(state.get("last_obs"))
+
+    def current_observation(self) -> dict[str, Any]:
+        """The observation of the current step again (new arrays), without stepping."""
+        if self._last_obs is None:
+            raise RuntimeError("current_observation() before the first reset. Fix: call reset() first.")
+        return self._observation(self._last_obs)
