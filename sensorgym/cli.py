@@ -74,12 +74,18 @@ def _train(args: argparse.Namespace) -> int:
     cfg = _config(args.config, "train")
     if args.critic:
         cfg.critic.type = args.critic
+        cfg.raw.setdefault("critic", {})["type"] = args.critic
     out = Path(args.out or DEFAULT_OUT / "train")
-    print(
-        f"training PPO ({cfg.critic.type} critic) on {cfg.env.id} with sensors {list(cfg.sensors)} -> {out}"
-    )
+    what = "resuming" if args.resume else "training"
+    print(f"{what} PPO ({cfg.critic.type} critic) on {cfg.env.id} with sensors {list(cfg.sensors)} -> {out}")
     result = train_from_config(
-        cfg, out, progress_bar=not args.no_progress, timesteps=args.timesteps, seed=args.seed
+        cfg,
+        out,
+        progress_bar=not args.no_progress,
+        timesteps=args.timesteps,
+        seed=args.seed,
+        checkpoint_every=args.checkpoint_every,
+        resume=args.resume,
     )
     for step, ret in result["eval_history"]:
         print(f"  eval at {step:>8} steps: mean return {ret:.1f}")
@@ -148,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--timesteps", type=int)
     tr.add_argument("--seed", type=int)
     tr.add_argument("--critic", choices=["symmetric", "asymmetric"])
+    tr.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="write a resumable checkpoint every STEPS steps (always at the end)",
+    )
+    tr.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     tr.add_argument("--no-progress", action="store_true")
     tr.set_defaults(func=_train)
 

@@ -155,9 +155,16 @@ def train_ppo(
     on_model: Callable[[Any, Any], None] | None = None,
     env_kwargs: dict | None = None,
     vectorization_mode: str = "sync",
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: int = 0,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Train PPO with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` + ``"critic"``)
     critic and evaluate it, optionally under a different sensor configuration (``eval_sensors``).
+
+    With ``checkpoint_dir``, a checkpoint (model, normalization statistics, sensor state with a snapshot
+    of the envs, random states) is written every ``checkpoint_every`` steps and at the end; ``resume``
+    continues from it exactly, mid-episode, in a fresh process.
 
     Returns a dict with the evaluation mean/std return, timings and the settings of the run.
     """
@@ -189,17 +196,21 @@ def train_ppo(
         return _normalized(env, kwargs["gamma"], training) if normalize else env
 
     env = make_env(sensors, seed, True)
-    critic_keys = ("policy", "critic") if critic == "asymmetric" else ("policy",)
-    model = PPO(
-        AsymmetricActorCriticPolicy,
-        env,
-        seed=seed,
-        device="cpu",
-        verbose=0,
-        tensorboard_log=tensorboard_log,
-        policy_kwargs=dict(critic_keys=critic_keys, net_arch=dict(pi=[64, 64], vf=[64, 64])),
-        **kwargs,
-    )
+    ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    if resume and ckpt is not None and (ckpt / "model.zip").exists():
+        model, env = load_checkpoint(ckpt, env, tensorboard_log)
+    else:
+        critic_keys = ("policy", "critic") if critic == "asymmetric" else ("policy",)
+        model = PPO(
+            AsymmetricActorCriticPolicy,
+            env,
+            seed=seed,
+            device="cpu",
+            verbose=0,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=dict(critic_keys=critic_keys, net_arch=dict(pi=[64, 64], vf=[64, 64])),
+            **kwargs,
+        )
     callbacks = [callback] if callback is not None else []
     periodic = None
     if eval_every:
@@ -208,7 +219,22 @@ def train_ppo(
         )
         callbacks.append(periodic)
     start = time.perf_counter()
-    model.learn(timesteps, callback=CallbackList(callbacks) if callbacks else None, progress_bar=progress_bar)
+    # Train in chunks between checkpoints. learn() resumes from the last observation without resetting,
+    # so chunks give the same run as one call (with the default constant schedules).
+    first = model.num_timesteps == 0
+    while model.num_timesteps < timesteps:
+        chunk = timesteps - model.num_timesteps
+        if ckpt is not None and checkpoint_every:
+            chunk = min(chunk, checkpoint_every)
+        model.learn(
+            chunk,
+            callback=CallbackList(callbacks) if callbacks else None,
+            progress_bar=progress_bar,
+            reset_num_timesteps=first,
+        )
+        first = False
+        if ckpt is not None:
+            save_checkpoint(ckpt, model, env)
     train_seconds = time.perf_counter() - start
     if on_model is not None:
         on_model(model, env)
@@ -228,6 +254,69 @@ def train_ppo(
         "train_seconds": train_seconds,
         "eval_history": periodic.history if periodic is not None else [],
     }
+
+
+def _sensor_wrapper(env: Any) -> Any:
+    """The :class:`~sensorgym.wrappers.SensorObservation` inside an SB3 env stack."""
+    from .wrappers import SensorObservation
+
+    node = env
+    while node is not None and not isinstance(node, SensorObservation):
+        node = getattr(node, "venv", None)
+    return node
+
+
+def save_checkpoint(path: str | Path, model: Any, env: Any) -> None:
+    """Everything to continue training exactly: model, normalization, sensors + envs, random states."""
+    import random
+
+    import torch
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save(path / "model.zip")
+    if hasattr(env, "obs_rms"):
+        env.save(str(path / "vecnormalize.pkl"))
+    torch.save(_sensor_wrapper(env).state_dict(include_envs=True), path / "sensors.pt")
+    torch.save(
+        {
+            "last_obs": model._last_obs,
+            "last_episode_starts": model._last_episode_starts,
+            "torch_rng": torch.get_rng_state(),
+            "numpy_rng": np.random.get_state(),
+            "python_rng": random.getstate(),
+            "num_timesteps": model.num_timesteps,
+            # VecNormalize does not pickle its running discounted returns (reward normalization state)
+            "vecnormalize_returns": getattr(env, "returns", None),
+        },
+        path / "state.pt",
+    )
+
+
+def load_checkpoint(path: str | Path, env: Any, tensorboard_log: str | None = None) -> tuple[Any, Any]:
+    """Restore :func:`save_checkpoint` onto a freshly built env of the same config: (model, env)."""
+    import random
+
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    path = Path(path)
+    if (path / "vecnormalize.pkl").exists():
+        env = VecNormalize.load(str(path / "vecnormalize.pkl"), env.venv if hasattr(env, "obs_rms") else env)
+    _sensor_wrapper(env).load_state_dict(torch.load(path / "sensors.pt", weights_only=False))
+    model = PPO.load(
+        path / "model.zip", env=env, device="cpu", force_reset=False, tensorboard_log=tensorboard_log
+    )
+    state = torch.load(path / "state.pt", weights_only=False)
+    if state.get("vecnormalize_returns") is not None and hasattr(env, "returns"):
+        env.returns = np.array(state["vecnormalize_returns"], copy=True)
+    model._last_obs = state["last_obs"]
+    model._last_episode_starts = state["last_episode_starts"]
+    torch.set_rng_state(state["torch_rng"])
+    np.random.set_state(state["numpy_rng"])
+    random.setstate(state["python_rng"])
+    return model, env
 
 
 def _config_kwargs(cfg: Any) -> dict[str, Any]:
@@ -282,12 +371,25 @@ def train_from_config(
     callback: Any = None,
     timesteps: int | None = None,
     seed: int | None = None,
+    checkpoint_every: int = 0,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """``sensorgym train``: train, evaluate, and save the run to ``out``: ``model.zip``,
-    ``vecnormalize.pkl`` (if normalizing), ``config.json`` (the full config), ``result.json`` and
-    TensorBoard logs under ``tb/``."""
+    ``vecnormalize.pkl`` (if normalizing), ``config.json`` (the full config), ``result.json``, TensorBoard
+    logs under ``tb/`` and a resumable ``checkpoint/`` (written every ``checkpoint_every`` steps and at the
+    end; ``resume`` continues from it with the config saved beside it)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if resume:
+        if not (out / "checkpoint" / "model.zip").exists():
+            raise FileNotFoundError(
+                f"{out}: no checkpoint to resume. Fix: pass the --out of a run that was "
+                "trained with sensorgym train (it writes checkpoint/)."
+            )
+        from .config import parse_config
+
+        cfg = parse_config(json.loads((out / "config.json").read_text()))
+    (out / "config.json").write_text(json.dumps(cfg.raw, indent=2, default=str))
 
     def save(model: Any, env: Any) -> None:
         model.save(out / "model.zip")
@@ -306,9 +408,11 @@ def train_from_config(
         progress_bar=progress_bar,
         eval_every=cfg.algorithm.eval_every,
         on_model=save,
+        checkpoint_dir=out / "checkpoint",
+        checkpoint_every=checkpoint_every,
+        resume=resume,
         **_config_kwargs(cfg),
     )
-    (out / "config.json").write_text(json.dumps(cfg.raw, indent=2, default=str))
     (out / "result.json").write_text(json.dumps(result, indent=2))
     return result
 
