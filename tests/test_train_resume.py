@@ -50,7 +50,8 @@ class Record(BaseCallback):
                           np.asarray(self.locals["actions"]).copy()))
         return True
 
-cfg_path, out, timesteps, resume, dump = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
+cfg_path, out, timesteps, dump = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[5]
+resume = sys.argv[4] == "1"
 rec = Record()
 train_from_config(load_config(cfg_path), out, progress_bar=False, timesteps=timesteps, checkpoint_every=512,
                   resume=resume, callback=rec)
@@ -63,8 +64,8 @@ def _run(tmp_path: Path, out: str, timesteps: int, resume: bool, dump: str) -> d
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MUJOCO_GL": "egl"}
-    subprocess.run([sys.executable, str(script), str(tmp_path / "c.toml"), str(tmp_path / out), str(timesteps),
-                    "1" if resume else "0", str(tmp_path / dump)], check=True, env=env, timeout=600)
+    args = [str(tmp_path / "c.toml"), str(tmp_path / out), str(timesteps), "1" if resume else "0", str(tmp_path / dump)]
+    subprocess.run([sys.executable, str(script), *args], check=True, env=env, timeout=600)
     return dict(np.load(tmp_path / dump))
 
 
