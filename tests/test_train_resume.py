@@ -64,7 +64,13 @@ def _run(tmp_path: Path, out: str, timesteps: int, resume: bool, dump: str) -> d
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MUJOCO_GL": "egl"}
-    args = [str(tmp_path / "c.toml"), str(tmp_path / out), str(timesteps), "1" if resume else "0", str(tmp_path / dump)]
+    args = [
+        str(tmp_path / "c.toml"),
+        str(tmp_path / out),
+        str(timesteps),
+        "1" if resume else "0",
+        str(tmp_path / dump),
+    ]
     subprocess.run([sys.executable, str(script), *args], check=True, env=env, timeout=600)
     return dict(np.load(tmp_path / dump))
 
