@@ -6,6 +6,8 @@
   (:mod:`sensorgym.envs.ant`); ``gym.make`` for one env, ``gym.make_vec`` for a batch.
 * ``sensorgym/Tactile-v0`` / ``sensorgym/TactileSensors-v0``: a finger pressing on objects, with proximity,
   kinematic contact probes and an elastomer pad (:mod:`sensorgym.envs.tactile`).
+* ``sensorgym/Scan-v0`` / ``sensorgym/ScanSensors-v0``: a mobile base in a room with a lidar, an RGB and a
+  depth camera (:mod:`sensorgym.envs.scan`).
 * ``sensorgym/Thermal-v0`` / ``sensorgym/ThermalSensors-v0``: a heater pressed on a plate with a temperature
   grid (:mod:`sensorgym.envs.thermal`).
 """
@@ -15,11 +17,21 @@ import gymnasium as gym
 from .ant import ant_sensors
 from .batched_pendulum import BatchedPendulumEnv
 from .registry import register_sensor_env
+from .scan import ScanEnv, scan_sensors
+from .scan import register as _register_scan
 from .tactile import register as _register_tactile
 from .thermal import ThermalEnv, thermal_sensors
 from .thermal import register as _register_thermal
 
-__all__ = ["BatchedPendulumEnv", "ThermalEnv", "ant_sensors", "register_sensor_env", "thermal_sensors"]
+__all__ = [
+    "BatchedPendulumEnv",
+    "ScanEnv",
+    "ThermalEnv",
+    "ant_sensors",
+    "register_sensor_env",
+    "scan_sensors",
+    "thermal_sensors",
+]
 
 if "sensorgym/BatchedPendulum-v0" not in gym.registry:
     gym.register(
@@ -34,4 +46,5 @@ register_sensor_env(
     policy=["imu", "foot_0", "foot_1", "foot_2", "foot_3", "encoders"],
 )
 _register_tactile()
+_register_scan()
 _register_thermal()

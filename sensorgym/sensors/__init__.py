@@ -2,14 +2,25 @@
 
 Generic: :class:`StateSensor` (any state entry), :class:`EnvAttributeSensor` (an attribute of the env).
 MuJoCo (measured inside each sub-env, see :mod:`sensorgym.sensors.mujoco_base`): :class:`IMUSensor`,
-:class:`ContactSensor`, :class:`ContactForceSensor`, :class:`JointEncoderSensor`, :class:`JointTorqueSensor`.
+:class:`ContactSensor`, :class:`ContactForceSensor`, :class:`JointEncoderSensor`,
+:class:`JointTorqueSensor`, :class:`ProximitySensor`, :class:`KinematicContactProbe`, :class:`ElastomerDisplacementSensor`,
+:class:`RaycasterSensor`, :class:`TemperatureGridSensor`, :class:`RGBCameraSensor`, :class:`DepthCameraSensor`.
 The MuJoCo sensors are importable without ``mujoco`` installed; they need it only when they measure.
 """
 
 from .attribute import EnvAttributeOptions, EnvAttributeSensor
+from .camera import CameraOptions, DepthCameraOptions, DepthCameraSensor, RGBCameraSensor
 from .contact import ContactForceOptions, ContactForceSensor, ContactOptions, ContactSensor
 from .imu import IMUOptions, IMUReading, IMUSensor
 from .joint import JointEncoderOptions, JointEncoderSensor, JointTorqueOptions, JointTorqueSensor
+from .raycaster import (
+    GridPattern,
+    LidarOptions,
+    RaycasterOptions,
+    RaycasterReading,
+    RaycasterSensor,
+    SphericalPattern,
+)
 from .state import StateSensor, StateSensorOptions
 from .tactile import (
     ElastomerDisplacementOptions,
@@ -23,14 +34,18 @@ from .tactile import (
 from .temperature import TemperatureGridOptions, TemperatureGridSensor
 
 __all__ = [
+    "CameraOptions",
     "ContactForceOptions",
     "ContactForceSensor",
     "ContactOptions",
     "ContactSensor",
+    "DepthCameraOptions",
+    "DepthCameraSensor",
     "ElastomerDisplacementOptions",
     "ElastomerDisplacementSensor",
     "EnvAttributeOptions",
     "EnvAttributeSensor",
+    "GridPattern",
     "IMUOptions",
     "IMUReading",
     "IMUSensor",
@@ -40,9 +55,15 @@ __all__ = [
     "JointTorqueSensor",
     "KinematicContactProbe",
     "KinematicContactProbeOptions",
+    "LidarOptions",
     "ProbeReading",
     "ProximityOptions",
     "ProximitySensor",
+    "RGBCameraSensor",
+    "RaycasterOptions",
+    "RaycasterReading",
+    "RaycasterSensor",
+    "SphericalPattern",
     "StateSensor",
     "StateSensorOptions",
     "TemperatureGridOptions",

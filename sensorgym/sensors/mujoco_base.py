@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -28,7 +29,7 @@ from ..sensor import SimpleSensor
 
 __all__ = ["MujocoSensor", "MujocoSensorOptions", "mj_handles", "name_to_id", "state_key", "sync_mjdata"]
 
-_CACHE: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _KEYS: dict[int, tuple[Any, str]] = {}
 
 
@@ -73,20 +74,19 @@ def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
 def cached(model: Any, key: tuple, build: Any) -> Any:
     """Per-model cache of what a sensor derives from its options (ids, index arrays).
 
-    ``key`` is ``(tag, options)``. Lookups run every step in the workers, so they go by object identity
-    (options objects live as long as the extractor holding them); the stored references guard against a
-    recycled ``id``.
+    ``key`` is ``(tag, options)``. Lookups run every step in the workers, so they go by object identity:
+    the cache is keyed weakly by the model (an entry dies with its model, so a new model can never see
+    an old one's ids through a recycled ``id``), and per model by the options object, kept alive by the
+    entry so its ``id`` cannot be recycled either.
     """
     tag, options = key
-    k = (id(model), id(options))
-    hit = _CACHE.get(k)
-    if hit is not None and hit[0] is model and hit[1] is options and tag in hit[2]:
-        return hit[2][tag]
-    if hit is None or hit[0] is not model or hit[1] is not options:
-        hit = (model, options, {})
-        _CACHE[k] = hit
-    hit[2][tag] = build()
-    return hit[2][tag]
+    per_model = _CACHE.get(model)
+    if per_model is None:
+        per_model = _CACHE[model] = {}
+    hit = per_model.get((tag, id(options)))
+    if hit is None or hit[0] is not options:
+        hit = per_model[(tag, id(options))] = (options, build())
+    return hit[1]
 
 
 def state_key(options: Any) -> str:
