@@ -3,8 +3,9 @@
 Generic: :class:`StateSensor` (any state entry), :class:`EnvAttributeSensor` (an attribute of the env).
 MuJoCo (measured inside each sub-env, see :mod:`sensorgym.sensors.mujoco_base`): :class:`IMUSensor`,
 :class:`ContactSensor`, :class:`ContactForceSensor`, :class:`JointEncoderSensor`,
-:class:`JointTorqueSensor`, :class:`ProximitySensor`, :class:`KinematicContactProbe`, :class:`ElastomerDisplacementSensor`,
-:class:`RaycasterSensor`, :class:`TemperatureGridSensor`, :class:`RGBCameraSensor`, :class:`DepthCameraSensor`.
+:class:`JointTorqueSensor`, :class:`ProximitySensor`, :class:`KinematicContactProbe`,
+:class:`ElastomerDisplacementSensor`, :class:`RaycasterSensor`, :class:`TemperatureGridSensor`,
+:class:`RGBCameraSensor`, :class:`DepthCameraSensor`.
 The MuJoCo sensors are importable without ``mujoco`` installed; they need it only when they measure.
 """
 
