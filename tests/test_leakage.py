@@ -100,7 +100,9 @@ def test_nothing_crosses_an_episode_boundary(mode):
 
 def test_manager_partial_resets_do_not_leak_random_walk_or_delay_queues():
     mgr = sg.SensorManager(num_envs=3, dt=0.1, seed=0)
-    s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,), delay=0.3, random_walk=5.0, history_length=4))
+    s = mgr.add_sensor(
+        sg.StateSensorOptions(key="x", shape=(1,), delay=0.3, random_walk=5.0, history_length=4)
+    )
     x = np.zeros((3, 1))
     mgr.reset({"x": x})
     for _ in range(20):
