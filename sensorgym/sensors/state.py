@@ -87,6 +87,20 @@ def _entry(state: Any, key: str, sensor: str) -> Any:
     return state[key]
 
 
+def _check_numeric(entry: Any, key: str, sensor: str) -> None:
+    if torch.is_tensor(entry):
+        ok = not entry.dtype.is_complex
+        kind = str(entry.dtype)
+    else:
+        dtype = entry.dtype if isinstance(entry, np.ndarray) else np.asarray(entry).dtype
+        ok, kind = dtype.kind in "biuf", str(dtype)
+    if not ok:
+        raise TypeError(
+            f"sensor {sensor!r}: state[{key!r}] has dtype {kind}; expected numeric (bool, int or real "
+            "float) values. Fix: convert it, e.g. np.asarray(x, dtype=np.float32)."
+        )
+
+
 class StateSensor(SimpleSensor):
     """Reads ``state[key]`` as a sensor; float32.
 
@@ -153,7 +167,9 @@ class StateSensor(SimpleSensor):
         b = md.num_envs
         for s in md.sensors:
             o = s.options
-            shape = tuple(np.shape(_entry(state, o.key, s.name)))
+            entry = _entry(state, o.key, s.name)
+            _check_numeric(entry, o.key, s.name)
+            shape = tuple(np.shape(entry))
             if not shape or shape[0] != b:
                 raise ValueError(
                     f"sensor {s.name!r}: state[{o.key!r}] has shape {shape}; expected (num_envs={b}, ...)."
