@@ -15,6 +15,7 @@ Example:
 """
 
 from .manager import SensorManager
+from .memory import MemoryReport, memory_report
 from .metadata import SensorMetadata
 from .options import SensorOptions, SimpleSensorOptions
 from .randomization import Choice, Distribution, LogUniform, Normal, Uniform
@@ -29,6 +30,7 @@ __all__ = [
     "Choice",
     "Distribution",
     "LogUniform",
+    "MemoryReport",
     "Normal",
     "Sensor",
     "SensorManager",
@@ -37,4 +39,5 @@ __all__ = [
     "SimpleSensor",
     "SimpleSensorOptions",
     "Uniform",
+    "memory_report",
 ]

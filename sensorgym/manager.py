@@ -272,6 +272,7 @@ class SensorManager:
                 if mask is not None:
                     keep += list(st.md.parameter_tensors())
             self._save(keep)
+            rng_state = self.random.get_state()  # a failed capture must not consume random numbers
         try:
             rows = None if advancing else mask  # the envs this capture is for
             for st in self._stores.values():
@@ -289,6 +290,7 @@ class SensorManager:
         except BaseException:
             if keep is not None:
                 self._restore(keep, torch.zeros_like(self._all_rows))
+                self.random.set_state(rng_state)
                 for st in self._stores.values():
                     st.md.refresh_derived()
             if advancing:

@@ -67,7 +67,8 @@ class SensorOptions:
         padding_type: what delayed and history reads show before the episode has produced enough
             snapshots: ``"reset"`` repeats the episode's first snapshot, ``"zero"`` gives zeros.
         nan_policy: non-finite raw values: ``"propagate"`` (default), ``"raise"`` (a ``ValueError`` naming
-            the sensor; costs one device sync per step), ``"hold"`` (keep the last finite raw value).
+            the sensor and losing nothing, random stream included; costs one device sync per step),
+            ``"hold"`` (keep the last finite raw value).
         max_delay: optional upper bound, in seconds, on ``delay + jitter`` that ``set_delay`` /
             ``set_jitter`` may reach at run time; the delay ring is sized for it.
 

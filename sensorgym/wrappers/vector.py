@@ -31,7 +31,9 @@ from gymnasium.vector.utils import batch_space
 
 from ..manager import SensorManager
 from ..options import SensorOptions
+from ..sensors.state import StateSensorOptions
 from .common import check_sensors, clean_info, infer_dt, template_state
+from .faults import DEAD_PIPE, annotate_env_error, dead_workers, missing_info_rows
 from .layout import ObservationLayout, flatten_env_obs
 from .state import LAYOUT_KEY, build_state, merge_rows
 
@@ -147,6 +149,12 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._layout: tuple | None = None  # of the flat simulator state from the sub-envs
         self._last_obs: Any = None  # the inner env's last observation (for checkpoints)
+        # info entries read by sensors -> their names (checked for rows Gymnasium zero-filled)
+        self._info_keys: dict[str, list[str]] = {}
+        for name, opts in sensors.items():
+            key = getattr(opts, "key", None)
+            if isinstance(opts, StateSensorOptions) and key != "obs" and not key.startswith("obs."):
+                self._info_keys.setdefault(key, []).append(name)
 
     def _learn_layout(self, info: Mapping) -> None:
         layouts = info.get(LAYOUT_KEY)
@@ -164,8 +172,14 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         mask = None
         if options and "reset_mask" in options:
             mask = _copy_mask(options["reset_mask"])  # the inner env pops it from `options`
-        obs, info = self.env.reset(seed=seed, options=options)
+        try:
+            obs, info = self.env.reset(seed=seed, options=options)
+        except Exception as e:
+            if (err := annotate_env_error(e, self.env, "reset")) is e:
+                raise
+            raise err from e
         self._learn_layout(info)
+        self._check_info(info, "reset", None if mask is None else _like(mask, np.zeros(0)))
         if seed is not None:
             self.manager.seed(seed if isinstance(seed, int) else seed[0])
         self.manager.reset(build_state(obs, info, self._layout), envs_idx=mask)
@@ -176,7 +190,13 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         return self._observation(obs), clean_info(info)
 
     def step(self, actions: Any):
-        obs, rewards, terminations, truncations, info = self.env.step(actions)
+        try:
+            obs, rewards, terminations, truncations, info = self.env.step(actions)
+        except Exception as e:
+            if (err := annotate_env_error(e, self.env, "step")) is e:
+                raise
+            raise err from e
+        self._check_info(info, "step")
         state = build_state(obs, info, self._layout)
         if self.autoreset_mode is AutoresetMode.NEXT_STEP:
             # Envs that finished last step return their reset observation now. The mask is passed
@@ -194,7 +214,28 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
             self.manager.step(state)
         return self._observation(obs), rewards, terminations, truncations, clean_info(info)
 
+    def close(self, **kwargs: Any) -> None:
+        processes = getattr(self.env.unwrapped, "processes", None)
+        if processes is not None and dead_workers(processes):
+            # A dead Async worker cannot answer a polite close (which would wait for it forever).
+            kwargs["terminate"] = True
+        try:
+            self.env.close(**kwargs)
+        except DEAD_PIPE:
+            self.env.close(terminate=True)
+
     # -- internals -------------------------------------------------------------------------------------
+    def _check_info(self, info: Mapping | None, call: str, rows: np.ndarray | None = None) -> None:
+        """Refuse info entries that sensors read but some sub-envs did not return (zero-filled rows)."""
+        for key, names in self._info_keys.items():
+            missing = missing_info_rows(info, key, rows)
+            if missing:
+                raise ValueError(
+                    f"sensor(s) {names} read info[{key!r}], which sub-env(s) {missing} did not return from "
+                    f"{call}(); Gymnasium filled those rows with zeros. The sensors did not advance. Fix: "
+                    f"return {key!r} in the info of every reset() and step() of the env, or drop the sensor."
+                )
+
     @staticmethod
     def _done(terminations: Any, truncations: Any) -> np.ndarray:
         done = terminations | truncations
@@ -220,6 +261,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         terminal_obs = self._terminal_obs(obs, final_obs, has_final)
         terminal_state = build_state(terminal_obs, info, self._layout)
         final_info = info.get("final_info")
+        self._check_info(final_info, "step (final_info)", has_final)
         if isinstance(final_info, Mapping):
             final_state = build_state(None, final_info, self._layout)
             terminal_state = merge_rows(terminal_state, final_state, has_final)
