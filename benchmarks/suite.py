@@ -47,13 +47,18 @@ class ContactBench(sg.SimpleSensor):
         return torch.float32
 
     @classmethod
+    def _init_metadata(cls, md):
+        # a tensor threshold: a Python scalar would be wrapped into a new 0-d tensor every step
+        md.threshold = torch.tensor(0.5, device=md.device)
+
+    @classmethod
     def _update_raw_data(cls, state, md, raw):
         raw.copy_(state["contact"])
 
     @classmethod
     def _post_process(cls, md, data, timeline, *, is_measured):
         out = timeline.at(0)
-        torch.gt(data, 0.5, out=out)
+        torch.gt(data, md.threshold, out=out)
         return out
 
 
@@ -98,8 +103,10 @@ def make_state(num_envs: int, device: str | torch.device = "cpu", seed: int = 0)
     return {k: v.to(device) for k, v in state.items()}
 
 
-def build_suite(num_envs: int, device: str | torch.device = "cpu", seed: int = 0) -> sg.SensorManager:
-    mgr = sg.SensorManager(num_envs=num_envs, dt=DT, device=device, seed=seed)
+def build_suite(
+    num_envs: int, device: str | torch.device = "cpu", seed: int = 0, compile: bool = False
+) -> sg.SensorManager:
+    mgr = sg.SensorManager(num_envs=num_envs, dt=DT, device=device, seed=seed, compile=compile)
     for i in range(N_IMU):
         mgr.add_sensor(sg.StateSensorOptions(key=f"imu{i}", shape=(3,), **IMU_OPTIONS), name=f"imu{i}")
     for i in range(N_CONTACT):

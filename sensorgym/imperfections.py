@@ -38,15 +38,22 @@ def quantize_(
 
 def apply_default_hardware_imperfections(md: SensorMetadata, data: torch.Tensor) -> None:
     """Random walk, noise, bias and resolution on ``data`` ``(B, icols)`` in place."""
+    if md.compiled:
+        from .accel import fused_imperfections
+
+        fused_imperfections(md, data)
+        return
+    # Products are rounded before the add (no fused multiply-add as in addcmul): the numbers are then the
+    # same on every CPU and GPU, with or without FMA units, and in the compiled kernel (sensorgym.accel).
     if md.has_random_walk:
         walk = md.random_walk_state
-        walk.addcmul_(md.random_walk_draw, md.random_walk)
+        walk.add_(torch.mul(md.random_walk_draw, md.random_walk, out=md.scratch))
         if md.reset_mask is not None:
             # the snapshot captured at a reset shows zero drift
             walk.masked_fill_(md.reset_mask[:, None], 0.0)
         data.add_(walk)
     if md.has_noise:
-        data.addcmul_(md.noise_draw, md.noise)
+        data.add_(torch.mul(md.noise_draw, md.noise, out=md.scratch))
     if md.has_bias:
         data.add_(md.bias)
     if md.resolution_all_active:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -27,6 +27,9 @@ from .ring import Clock
 from .rng import BatchRandom, PerEnvRandom, RandomSource
 from .sensor import Sensor, _overrides, normalize_format, reads_timeline
 from .storage import ClassStorage, DtypeGroup
+
+if TYPE_CHECKING:
+    from .accel import CapturedStep
 
 __all__ = ["SensorManager"]
 
@@ -59,6 +62,9 @@ class SensorManager:
         per_env_rng: give every env its own generator (env ``b`` seeded with ``seed + b``) so an env's
             numbers do not depend on the batch it runs in; slower (a loop over envs), for
             reproducibility and reference tests. See :mod:`sensorgym.rng`.
+        compile: run the default hardware imperfections of each class as one ``torch.compile``-fused
+            kernel (same numbers, bit for bit; the first steps compile). See :mod:`sensorgym.accel`;
+            for CUDA graphs of the whole step see :meth:`capture_cuda_graph`.
 
     See the module docstring for a runnable example.
     """
@@ -70,6 +76,7 @@ class SensorManager:
         device: str | torch.device = "cpu",
         seed: int | None = None,
         per_env_rng: bool = False,
+        compile: bool = False,
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"SensorManager(num_envs={num_envs!r}): num_envs must be an int >= 1.")
@@ -80,6 +87,7 @@ class SensorManager:
             )
         self.num_envs = int(num_envs)
         self.dt = float(dt)
+        self.compile = bool(compile)
         self.device = torch.device(device)
         self.random: RandomSource = (
             PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
@@ -185,6 +193,7 @@ class SensorManager:
                     [s.cache_slice.stop - s.cache_slice.start for s in sensors],
                     param_dtype,
                 )
+                md.compiled = self.compile
                 cls._init_metadata(md)
                 rdtype, rcols = rinfo[cls]
                 st = ClassStorage(
@@ -257,6 +266,14 @@ class SensorManager:
         self.clock.tick()
         self._capture(state, mask, advancing=True)
 
+    def capture_cuda_graph(self, state: Mapping[str, torch.Tensor]) -> CapturedStep:
+        """CUDA graphs of :meth:`step` (one per ring-clock phase) for states shaped like ``state``; returns
+        a callable ``step(state, reset_mask=None)`` equal to :meth:`step` bit for bit. See
+        :mod:`sensorgym.accel`."""
+        from .accel import CapturedStep
+
+        return CapturedStep(self, state)
+
     def _check_state(self, state: Any) -> None:
         for st in self._stores.values():
             st.cls._check_state(state, st.md)
@@ -269,7 +286,9 @@ class SensorManager:
             keep = [t for g in self._groups.values() for t in g.row_state()]
             for st in self._stores.values():
                 keep += st.row_state()
-                if mask is not None:
+                if mask is not None and self._any_raise:
+                    # resampling writes only the reset rows; their old values matter only if the
+                    # capture can fail half-way (nan_policy="raise") and must be undone
                     keep += list(st.md.parameter_tensors())
             self._save(keep)
             rng_state = self.random.get_state()  # a failed capture must not consume random numbers

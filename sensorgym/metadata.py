@@ -82,6 +82,9 @@ class SensorMetadata:
         self.random = random
         self.generator = random.generator  # for custom hooks that draw their own numbers
         self.extra: dict[str, torch.Tensor] = {}  # sensor-owned per-env state (B, ...), saved
+        self.compiled = (
+            False  # run the default imperfections as one compiled kernel (SensorManager(compile=))
+        )
         self.constants: dict[str, Any] = {}  # sensor-owned values derived from options, not saved
         self.reset_mask: torch.Tensor | None = None
         self.advancing = True

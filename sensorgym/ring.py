@@ -52,6 +52,7 @@ class Ring:
         self.depth = depth
         self.clock = clock
         self.buffer = torch.zeros((depth, batch, cols), dtype=dtype, device=device)
+        self._order: torch.Tensor | None = None  # [t % depth, k] -> storage slot of the snapshot k back
 
     def slot(self, k: int) -> int:
         """Storage index of the snapshot ``k`` steps back."""
@@ -66,6 +67,13 @@ class Ring:
     def view(self, cols: slice) -> RingView:
         """A ring over a column slice, sharing storage and clock."""
         return RingView(self, cols)
+
+    def order(self, n: int) -> torch.Tensor:
+        """``(n,)`` storage slots of the last ``n`` snapshots, newest first (a view of a cached table)."""
+        if self._order is None:
+            ages = torch.arange(self.depth)
+            self._order = (ages[:, None] - ages[None, :]).remainder(self.depth).to(self.buffer.device)
+        return self._order[self.clock.t % self.depth, :n]
 
     def history(self, n: int, cols: slice | None = None) -> torch.Tensor:
         """New tensor ``(batch, n, cols)``: the last ``n`` snapshots, newest first."""

@@ -110,11 +110,11 @@ class ReferenceManager:
         w = m.clone()
         if p["noise"] is not None:
             # hardware imperfections: random walk, noise, bias, resolution
-            tr.walk.addcmul_(zr, p["random_walk"])
+            tr.walk.add_(zr * p["random_walk"])
             if reset:
                 tr.walk.zero_()
             w.add_(tr.walk)
-            w.addcmul_(zn, p["noise"])
+            w.add_(zn * p["noise"])
             w.add_(p["bias"])
             r = p["resolution"]
             q = torch.round(w / torch.where(r > 0, r, 1.0)) * torch.where(r > 0, r, 1.0)

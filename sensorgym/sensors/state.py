@@ -89,16 +89,49 @@ def _entry(state: Any, key: str, sensor: str) -> Any:
 
 def _check_numeric(entry: Any, key: str, sensor: str) -> None:
     if torch.is_tensor(entry):
-        ok = not entry.dtype.is_complex
+        if not entry.dtype.is_complex:
+            return
         kind = str(entry.dtype)
     else:
         dtype = entry.dtype if isinstance(entry, np.ndarray) else np.asarray(entry).dtype
-        ok, kind = dtype.kind in "biuf", str(dtype)
-    if not ok:
-        raise TypeError(
-            f"sensor {sensor!r}: state[{key!r}] has dtype {kind}; expected numeric (bool, int or real "
-            "float) values. Fix: convert it, e.g. np.asarray(x, dtype=np.float32)."
-        )
+        if dtype.kind in "biuf":
+            return
+        kind = str(dtype)
+    raise TypeError(
+        f"sensor {sensor!r}: state[{key!r}] has dtype {kind}; expected numeric (bool, int or real "
+        "float) values. Fix: convert it, e.g. np.asarray(x, dtype=np.float32)."
+    )
+
+
+def _plan(md: Any) -> list[tuple[str, slice, list]]:
+    """Runs of consecutive sensors reading the same state entry into consecutive raw columns."""
+    plan: list[tuple[str, slice, list]] = []
+    for s in md.sensors:
+        if plan and plan[-1][0] == s.options.key and plan[-1][1].stop == s.cache_slice.start:
+            key, cols, sensors = plan[-1]
+            plan[-1] = (key, slice(cols.start, s.cache_slice.stop), [*sensors, s])
+        else:
+            plan.append((s.options.key, s.cache_slice, [s]))
+    md.state_plan = plan
+    md.state_index = {}
+    return plan
+
+
+def _merged_selection(md: Any, key: str, sensors: list, t: torch.Tensor) -> torch.Tensor | None:
+    """``t[:, concatenated indices]`` for a run whose sensors all select from a 2-D entry, else None."""
+    if len(sensors) < 2 or t.dim() != 2 or any(s.options.index is None for s in sensors):
+        return None
+    n = t.shape[1]
+    cache_key = (key, n, t.device)
+    sel = md.state_index.get(cache_key)
+    if sel is None:
+        idx = [i % n for s in sensors for i in s.options.index]
+        if idx == list(range(idx[0], idx[0] + len(idx))):
+            sel = slice(idx[0], idx[0] + len(idx))  # a contiguous range: a view
+        else:
+            sel = torch.tensor(idx, dtype=torch.long, device=t.device)
+        md.state_index[cache_key] = sel
+    return t[:, sel] if isinstance(sel, slice) else t.index_select(1, sel)
 
 
 class StateSensor(SimpleSensor):
@@ -184,15 +217,22 @@ class StateSensor(SimpleSensor):
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         b = md.num_envs
-        for s in md.sensors:
-            o = s.options
-            src = state[o.key]
-            t = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
-            if o.index is not None:
-                if t.dim() == 1:
-                    t = t[:, None]
-                t = s._select(t)
-            raw[:, s.cache_slice].copy_(t.reshape(b, -1))
+        plan = md.__dict__.get("state_plan") or _plan(md)
+        tensors: dict[str, torch.Tensor] = {}  # each state entry converted once per step
+        for key, cols, sensors in plan:
+            t = tensors.get(key)
+            if t is None:
+                src = state[key]
+                t = tensors[key] = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
+            merged = _merged_selection(md, key, sensors, t)
+            if merged is not None:  # one copy for every sensor of the run
+                raw[:, cols].copy_(merged)
+                continue
+            for s in sensors:
+                x = t
+                if s.options.index is not None:
+                    x = s._select(x[:, None] if x.dim() == 1 else x)
+                raw[:, s.cache_slice].copy_(x.reshape(b, -1))
 
     def _select(self, t: torch.Tensor) -> torch.Tensor:
         """``t[..., index]``: a view when the index is a contiguous ascending range."""

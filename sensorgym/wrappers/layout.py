@@ -174,20 +174,51 @@ class ObservationLayout:
         self.critic_space = _box(c_lo, c_hi)
         self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
 
+    def _runs(self) -> None:
+        """Merge consecutive sensors of one class with adjacent columns (and equal history length and
+        width) into runs: packing then costs a few copies per class, not per sensor and history slot."""
+        self._policy_runs: list[list] = []
+        for s, cols, hist in self._policy_cols:
+            st, w = s._storage, s.return_slice.stop - s.return_slice.start
+            last = self._policy_runs[-1] if self._policy_runs else None
+            if (
+                last
+                and last[0] is st
+                and last[3] == hist
+                and last[5] == w
+                and last[1].stop == s.return_slice.start
+            ):
+                last[1] = slice(last[1].start, s.return_slice.stop)
+                last[2] = slice(last[2].start, cols.stop)
+                last[4] += 1
+            else:
+                self._policy_runs.append([st, s.return_slice, cols, hist, 1, w])
+        self._critic_runs: list[list] = []
+        for s, cols in self._critic_cols:
+            st = s._storage
+            last = self._critic_runs[-1] if self._critic_runs else None
+            if last and last[0] is st and last[1].stop == s.return_slice.start:
+                last[1] = slice(last[1].start, s.return_slice.stop)
+                last[2] = slice(last[2].start, cols.stop)
+            else:
+                self._critic_runs.append([st, s.return_slice, cols])
+
     def pack(self, env_obs_flat: torch.Tensor | None) -> dict[str, torch.Tensor]:
         """New float32 tensors ``{"policy": (B, P), "critic": (B, C)}`` from the current readings."""
         b, device = self.manager.num_envs, self.manager.device
+        if not hasattr(self, "_policy_runs"):
+            self._runs()
         policy = torch.empty(b, self.policy_space.shape[0], dtype=torch.float32, device=device)
-        for s, cols, hist in self._policy_cols:
-            st = s._storage
+        for st, src, dst, hist, n, w in self._policy_runs:
             if hist:
-                out = policy[:, cols].view(b, hist, -1)
-                st.hist.history_into(out, s.return_slice)
+                # (H, B, n*w) newest first -> per sensor (B, H, w) blocks, flattened newest first
+                snaps = st.hist.buffer[:, :, src].index_select(0, st.hist.order(hist))
+                policy[:, dst].view(b, n, hist, w).copy_(snaps.view(hist, b, n, w).permute(1, 2, 0, 3))
             else:
-                policy[:, cols] = st.m_cache[:, s.return_slice]
+                policy[:, dst] = st.m_cache[:, src]
         critic = torch.empty(b, self.critic_space.shape[0], dtype=torch.float32, device=device)
-        for s, cols in self._critic_cols:
-            critic[:, cols] = s._storage.gt_cache[:, s.return_slice]
+        for st, src, dst in self._critic_runs:
+            critic[:, dst] = st.gt_cache[:, src]
         if self.include_env_obs:
             critic[:, self._env_cols] = env_obs_flat
         if self.include_randomization:

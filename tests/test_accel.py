@@ -1,0 +1,97 @@
+"""The optional fast paths equal the eager step bit for bit: the ``torch.compile``-fused imperfection
+kernel (CPU here; any device) and CUDA-graph capture of the whole step (needs CUDA; skipped without)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sensorgym as sg
+
+from .helpers import FilterOptions
+
+B = 48
+
+
+def _build(device: str, *, compile: bool = False) -> sg.SensorManager:
+    mgr = sg.SensorManager(num_envs=B, dt=0.02, device=device, seed=5, compile=compile)
+    mgr.add_sensor(
+        sg.StateSensorOptions(
+            key="imu",
+            shape=(3,),
+            noise=sg.Uniform(0.0, 0.3),
+            random_walk=0.05,
+            bias=sg.Normal(0.0, 1.0),
+            resolution=[0.01, 0.0, 0.1],  # partly quantized: the masked kernel
+            delay=sg.Choice([0.02, 0.04]),
+            jitter=0.02,
+            history_length=3,
+        ),
+        name="imu",
+    )
+    mgr.add_sensor(sg.StateSensorOptions(key="enc", shape=(4,), noise=0.1, resolution=0.05), name="enc")
+    mgr.add_sensor(sg.StateSensorOptions(key="force", shape=(2,), bias=0.5, delay=0.06), name="force")
+    mgr.add_sensor(FilterOptions(key="imu", width=3, alpha=0.5, random_walk=0.01), name="filtered")
+    return mgr
+
+
+def _states(device: str, n: int):
+    g = torch.Generator().manual_seed(0)
+    for _ in range(n):
+        state = {
+            "imu": torch.randn(B, 3, generator=g) * 10,
+            "enc": torch.randn(B, 4, generator=g),
+            "force": torch.randn(B, 2, generator=g),
+        }
+        mask = torch.rand(B, generator=g) < 0.1
+        yield {k: v.to(device) for k, v in state.items()}, mask.to(device)
+
+
+def _readings(mgr: sg.SensorManager) -> list[torch.Tensor]:
+    return [s.read().clone() for s in mgr.sensors] + [s.read_ground_truth().clone() for s in mgr.sensors]
+
+
+def test_compiled_kernel_equals_eager_bit_for_bit():
+    eager, fused = _build("cpu"), _build("cpu", compile=True)
+    for i, (state, mask) in enumerate(_states("cpu", 30)):
+        for mgr in (eager, fused):
+            if i == 0:
+                mgr.reset(state)
+            elif i % 7 == 0:
+                mgr.step(state)
+                mgr.reset(state, mask)  # non-advancing partial reset
+            else:
+                mgr.step(state, reset_mask=mask if i % 3 == 0 else None)
+        if i == 15:  # run-time setters change which kernel variant runs
+            for mgr in (eager, fused):
+                mgr.sensors[0].set_resolution(0.02)
+                mgr.sensors[1].set_noise(0.0, envs_idx=[0, 1])
+        for a, b in zip(_readings(eager), _readings(fused), strict=True):
+            assert torch.equal(a, b), f"step {i}"
+    assert torch.equal(eager.state_dict()["generator"], fused.state_dict()["generator"])
+
+
+def test_capture_needs_cuda():
+    mgr = _build("cpu")
+    state, _ = next(_states("cpu", 1))
+    mgr.reset(state)
+    with pytest.raises(RuntimeError, match=r"CUDA device.*Fix"):
+        mgr.capture_cuda_graph(state)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_graph_step_equals_eager_bit_for_bit():
+    eager, captured = _build("cuda"), _build("cuda")
+    states = list(_states("cuda", 80))
+    eager.reset(states[0][0])
+    captured.reset(states[0][0])
+    step = captured.capture_cuda_graph(states[0][0])
+    assert step.period > 1  # several clock phases
+    for i, (state, mask) in enumerate(states[1:], start=1):
+        reset = mask if i % 3 == 0 else None
+        eager.step(state, reset_mask=reset if reset is not None else torch.zeros_like(mask))
+        step(state, reset_mask=reset)
+        for a, b in zip(_readings(eager), _readings(captured), strict=True):
+            assert torch.equal(a, b), f"step {i}"
+    assert eager.clock.t == captured.clock.t
