@@ -171,7 +171,7 @@ def train_ppo(
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
 
-    from .wrappers.sb3 import AsymmetricActorCriticPolicy
+    from .wrappers.sb3 import AsymmetricActorCriticPolicy, SensorCheckpointCallback
 
     if critic not in CRITIC_TYPES:
         raise ValueError(f"critic={critic!r}: expected one of {CRITIC_TYPES}.")
@@ -218,23 +218,16 @@ def train_ppo(
             lambda: make_env(eval_sensors or sensors, seed + 20_000, False), eval_every, eval_episodes, env
         )
         callbacks.append(periodic)
+    if ckpt is not None:
+        # every `checkpoint_every` steps at a rollout boundary, and at the end (SensorCheckpointCallback)
+        callbacks.append(SensorCheckpointCallback(str(ckpt), checkpoint_every or timesteps))
     start = time.perf_counter()
-    # Train in chunks between checkpoints. learn() resumes from the last observation without resetting,
-    # so chunks give the same run as one call (with the default constant schedules).
-    first = model.num_timesteps == 0
-    while model.num_timesteps < timesteps:
-        chunk = timesteps - model.num_timesteps
-        if ckpt is not None and checkpoint_every:
-            chunk = min(chunk, checkpoint_every)
-        model.learn(
-            chunk,
-            callback=CallbackList(callbacks) if callbacks else None,
-            progress_bar=progress_bar,
-            reset_num_timesteps=first,
-        )
-        first = False
-        if ckpt is not None:
-            save_checkpoint(ckpt, model, env)
+    model.learn(
+        max(timesteps - model.num_timesteps, 0),
+        callback=CallbackList(callbacks) if callbacks else None,
+        progress_bar=progress_bar,
+        reset_num_timesteps=model.num_timesteps == 0,
+    )
     train_seconds = time.perf_counter() - start
     if on_model is not None:
         on_model(model, env)

@@ -27,13 +27,20 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, create_mlp
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-__all__ = ["AsymmetricActorCriticPolicy", "KeysExtractor", "SB3VecEnv", "unbatch_info"]
+__all__ = [
+    "AsymmetricActorCriticPolicy",
+    "KeysExtractor",
+    "SB3VecEnv",
+    "SensorCheckpointCallback",
+    "unbatch_info",
+]
 
 
 def _to_numpy(x: Any) -> Any:
@@ -255,3 +262,58 @@ class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data.update(actor_keys=self.actor_keys, critic_keys=self.critic_keys)
         return data
+
+
+class SensorCheckpointCallback(BaseCallback):
+    """Save a resumable checkpoint beside the model every ``save_freq`` timesteps and at the end.
+
+    A checkpoint (:func:`sensorgym.training.save_checkpoint`) holds the model, the ``VecNormalize``
+    statistics, the sensor wrapper's full state with a snapshot of the envs (mid-episode), and the
+    torch/numpy/Python random states. It is written at the start of a rollout (after the previous
+    update), the one point where resuming gives exactly the run that was interrupted:
+    :func:`sensorgym.training.load_checkpoint` onto a freshly built env, then
+    ``model.learn(remaining, reset_num_timesteps=False)``.
+
+    Example:
+        >>> import gymnasium as gym, sensorgym as sg, tempfile
+        >>> from stable_baselines3 import PPO
+        >>> from sensorgym.wrappers import make_sensor_vec
+        >>> from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+        >>> from sensorgym.wrappers.sb3 import SensorCheckpointCallback
+        >>> envs = SB3VecEnv(make_sensor_vec("Pendulum-v1", 2, {
+        ...     "angle": sg.StateSensorOptions(key="obs", index=[0, 1], delay=0.05)},
+        ...     autoreset_mode="SameStep", seed=0))
+        >>> model = PPO(AsymmetricActorCriticPolicy, envs, n_steps=32, batch_size=32, seed=0)
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = model.learn(128, callback=SensorCheckpointCallback(folder, save_freq=64))
+        >>> from pathlib import Path; sorted(p.name for p in Path(folder).iterdir())
+        ['model.zip', 'sensors.pt', 'state.pt']
+    """
+
+    def __init__(self, save_path: str, save_freq: int, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if save_freq < 1:
+            raise ValueError(f"SensorCheckpointCallback(save_freq={save_freq}): expected >= 1 timesteps.")
+        self.save_path, self.save_freq = save_path, int(save_freq)
+        self._next = 0
+
+    def _init_callback(self) -> None:
+        self._next = (self.num_timesteps // self.save_freq + 1) * self.save_freq
+
+    def _save(self) -> None:
+        from ..training import save_checkpoint
+
+        save_checkpoint(self.save_path, self.model, self.training_env)
+        if self.verbose:
+            print(f"checkpoint at {self.num_timesteps} timesteps -> {self.save_path}")
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps >= self._next:
+            self._save()
+            self._next = (self.num_timesteps // self.save_freq + 1) * self.save_freq
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        self._save()
