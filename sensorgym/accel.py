@@ -156,7 +156,7 @@ class CapturedStep:
                 )
             self.static_state[key] = value.clone()
         self.static_mask = torch.zeros(manager.num_envs, dtype=torch.bool, device=manager.device)
-        self.period = math.lcm(*_ring_depths(manager)) if _ring_depths(manager) else 1
+        self.period = math.lcm(1, *_ring_depths(manager))
         self.graphs: list[torch.cuda.CUDAGraph] = []
         self._capture()
 

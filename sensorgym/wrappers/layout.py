@@ -173,6 +173,7 @@ class ObservationLayout:
         self.policy_space = _box(p_lo, p_hi)
         self.critic_space = _box(c_lo, c_hi)
         self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
+        self._runs()
 
     def _runs(self) -> None:
         """Merge consecutive sensors of one class with adjacent columns (and equal history length and
@@ -206,8 +207,6 @@ class ObservationLayout:
     def pack(self, env_obs_flat: torch.Tensor | None) -> dict[str, torch.Tensor]:
         """New float32 tensors ``{"policy": (B, P), "critic": (B, C)}`` from the current readings."""
         b, device = self.manager.num_envs, self.manager.device
-        if not hasattr(self, "_policy_runs"):
-            self._runs()
         policy = torch.empty(b, self.policy_space.shape[0], dtype=torch.float32, device=device)
         for st, src, dst, hist, n, w in self._policy_runs:
             if hist:
