@@ -111,7 +111,10 @@ class _ContactPlan:
         self.keys = [state_key(o) for o in options]
 
     def counts(self, model: Any, data: Any) -> dict[str, np.ndarray]:
-        pairs = list(zip(data.contact.geom1.tolist(), data.contact.geom2.tolist(), strict=True))
+        if data.ncon == 0:
+            return {key: np.zeros(1, np.float32) for key in self.keys}
+        contact = data.contact  # each attribute access builds a new view: once
+        pairs = list(zip(contact.geom1.tolist(), contact.geom2.tolist(), strict=True))
         body = self.geom_body
         out = {}
         for key, target, excluded in zip(self.keys, self.targets, self.excluded, strict=True):

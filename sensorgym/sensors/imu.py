@@ -29,6 +29,7 @@ from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, name_to_id
 __all__ = ["IMUOptions", "IMUReading", "IMUSensor", "coupling_matrix", "euler_to_matrix"]
 
 FIELDS = ("acc", "gyro", "mag")
+_OBJ_BODY = 1  # mujoco.mjtObj.mjOBJ_BODY (checked in the tests)
 IMPERFECTIONS = ("noise", "bias", "random_walk", "resolution")
 
 
@@ -191,26 +192,32 @@ class IMUSensor(MujocoSensor):
 
         def build():
             body = name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, o.body, "IMUOptions.body")
-            return (
-                body,
-                None if not any(o.euler_offset) else euler_to_matrix(o.euler_offset),
-                list(o.pos_offset),
-                np.asarray(o.magnetic_field),
-            )
+            r_mount = None if not any(o.euler_offset) else euler_to_matrix(o.euler_offset)
+            # scratch for the MuJoCo calls, reused: this runs every step in every sub-env
+            return body, r_mount, list(o.pos_offset), any(o.pos_offset), o.magnetic_field, np.empty((2, 6))
 
-        body, r_mount, r, field = cached(model, ("imu", o), build)
-        vel, acc = np.empty(6), np.empty(6)
-        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, body, vel, 1)
-        mujoco.mj_objectAcceleration(model, data, mujoco.mjtObj.mjOBJ_BODY, body, acc, 1)
-        w, alpha, a = vel[:3].tolist(), acc[:3].tolist(), acc[3:].tolist()  # body frame, body origin
-        t1, t2 = _cross(alpha, r), _cross(w, _cross(w, r))
-        out = np.empty((3, 3))
-        out[0] = [a[i] + t1[i] + t2[i] for i in range(3)]  # the mount point's acceleration
-        out[1] = w
-        out[2] = field @ data.xmat[body].reshape(3, 3)  # R_body^T field
+        body, r_mount, r, offset, (f0, f1, f2), scratch = cached(model, ("imu", o), build)
+        vel, acc = scratch
+        mujoco.mj_objectVelocity(model, data, _OBJ_BODY, body, vel, 1)
+        mujoco.mj_objectAcceleration(model, data, _OBJ_BODY, body, acc, 1)
+        # body frame at the body origin; plain floats: numpy costs a microsecond per call on 3-vectors
+        w0, w1, w2, _, _, _, al0, al1, al2, a0, a1, a2 = scratch.ravel().tolist()
+        if offset:  # the mount point's acceleration: a + alpha x r + w x (w x r)
+            w, t1 = [w0, w1, w2], _cross([al0, al1, al2], r)
+            t2 = _cross(w, _cross(w, r))
+            a0, a1, a2 = a0 + t1[0] + t2[0], a1 + t1[1] + t2[1], a2 + t1[2] + t2[2]
+        x = data.xmat[body].tolist()  # R_body^T field: column j of R dotted with the field
+        out = np.array(
+            [
+                a0, a1, a2, w0, w1, w2,
+                f0 * x[0] + f1 * x[3] + f2 * x[6],
+                f0 * x[1] + f1 * x[4] + f2 * x[7],
+                f0 * x[2] + f1 * x[5] + f2 * x[8],
+            ]
+        )  # fmt: skip
         if r_mount is not None:
-            out = out @ r_mount  # each row v -> R_mount^T v
-        return out.reshape(-1)
+            out = (out.reshape(3, 3) @ r_mount).reshape(-1)  # each row v -> R_mount^T v
+        return out
 
     @classmethod
     def _coupling(cls, md: Any) -> torch.Tensor | None:

@@ -136,7 +136,7 @@ class ExtractionPlan:
         """One flat float32 array (see :meth:`layout`)."""
         if not values:
             return np.zeros(0, np.float32)
-        return np.concatenate([np.ravel(v) for v in values.values()]).astype(np.float32, copy=False)
+        return np.concatenate(list(values.values()), axis=None, dtype=np.float32)
 
     @staticmethod
     def layout(values: Mapping[str, Any]) -> tuple:

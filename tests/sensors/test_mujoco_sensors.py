@@ -189,6 +189,23 @@ def test_joint_torque_is_the_actuator_effort_only():
     np.testing.assert_allclose(tau, [0.8, 0.0], atol=1e-6)  # gear 2 x ctrl 0.4; gravity is not in it
 
 
+def test_encoder_reads_joints_in_the_given_order_consecutive_or_not():
+    env = MjSceneEnv(SCENE, qvel={SPIN_DOF: 3.0})
+    env.reset(seed=0)
+    env.step(np.array([0.3]))
+    qpos = env.unwrapped.data.qpos
+    # consecutive addresses are read through a slice, others through an index array: same values
+    np.testing.assert_allclose(measure(env, sg.JointEncoderOptions(joints=["spin", "elbow"])), qpos[[14, 15]])
+    np.testing.assert_allclose(measure(env, sg.JointEncoderOptions(joints=["elbow", "spin"])), qpos[[15, 14]])
+    np.testing.assert_allclose(measure(env, sg.JointEncoderOptions(joints=["elbow"])), qpos[[15]])
+
+
+def test_imu_uses_mujocos_body_object_type():
+    from sensorgym.sensors.imu import _OBJ_BODY
+
+    assert int(mujoco.mjtObj.mjOBJ_BODY) == _OBJ_BODY
+
+
 def test_bad_names_are_reported_with_the_available_ones():
     env = settled_scene(1)
     with pytest.raises(ValueError, match=r"IMUOptions.body='torso'.*available: \['world', 'box'"):
