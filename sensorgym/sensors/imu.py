@@ -243,5 +243,14 @@ class IMUSensor(MujocoSensor):
         if c is None:
             return
         b, n = data.shape[0], len(md.sensors)
-        x = data.reshape(b, n, 3, 3, 1)  # (env, sensor, field, axis, 1)
-        data.copy_(torch.matmul(c, x).reshape(b, -1))
+        if "coupling_scratch" not in md.constants:  # allocated once: no tensor allocation per step
+            md.constants["coupling_scratch"] = (
+                torch.empty(b, n, 3, 3, 3, dtype=data.dtype, device=data.device),
+                torch.empty(b, n, 3, 3, dtype=data.dtype, device=data.device),
+            )
+        products, coupled = md.constants["coupling_scratch"]
+        # coupled[e, s, f, i] = sum_j c[s, f, i, j] * x[e, s, f, j]: three small ops with preallocated
+        # outputs (a broadcast matmul would allocate on every call)
+        torch.mul(data.reshape(b, n, 3, 1, 3), c, out=products)
+        torch.sum(products, dim=-1, out=coupled)
+        data.copy_(coupled.view(b, -1))
