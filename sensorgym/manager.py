@@ -93,6 +93,8 @@ class SensorManager:
             PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
         )
         self.generator = self.random.generator
+        # a single generator ignores env rows, so a dtype's draws can be one call over the whole buffer
+        self._one_draw = isinstance(self.random, BatchRandom)
         self.clock = Clock()
         self.sensors: list[Sensor] = []
         self._names: set[str] = set()
@@ -235,10 +237,15 @@ class SensorManager:
             if group.draws is None or group.draws.shape[2] != hi - lo or group.draw_start != lo:
                 group.draws = torch.zeros(2, self.num_envs, hi - lo, dtype=group.dtype, device=self.device)
                 group.draw_start = lo
+            # class-major like the buffers: each class's draws are contiguous (B, c) blocks
+            group.draw_views = []
             for st in users:
                 sl = slice(st.islice.start - lo, st.islice.stop - lo)
-                st.md.noise_draw = group.draws[0][:, sl]
-                st.md.random_walk_draw = group.draws[1][:, sl]
+                st.md.noise_draw = group.block(group.draws[0], sl)
+                st.md.random_walk_draw = group.block(group.draws[1], sl)
+                b, w = self.num_envs, sl.stop - sl.start
+                view = group.draws.view(2, -1)[:, b * sl.start : b * sl.stop].view(2, b, w)
+                group.draw_views.append(view)
 
     # -- stepping --------------------------------------------------------------------------------------
     def reset(self, state: Any, envs_idx: Any = None) -> None:
@@ -283,7 +290,7 @@ class SensorManager:
         # nan_policy="raise") must not lose captured snapshots: both save the rows a capture writes.
         keep = None
         if not advancing or self._any_raise:
-            keep = [t for g in self._groups.values() for t in g.row_state()]
+            keep = []
             for st in self._stores.values():
                 keep += st.row_state()
                 if mask is not None and self._any_raise:
@@ -300,8 +307,13 @@ class SensorManager:
                     st.md.resample(mask)
                     st.cls._reset_envs(st.md, mask)
             for group in self._groups.values():
-                if group.draws is not None:
+                if group.draws is None:
+                    continue
+                if self._one_draw:  # one generator: the whole dtype's draws in one call
                     self.random.normal_(group.draws, rows, 1)
+                else:  # per-env generators draw by env row, which is per class in this layout
+                    for view in group.draw_views:
+                        self.random.normal_(view, rows, 1)
             for st in self._stores.values():
                 st.capture(state, mask)
             if not advancing:
@@ -459,7 +471,7 @@ class SensorManager:
         """Everything needed to continue bit-identically: rings, index, accumulators, parameters, RNG."""
         self._require_built("state_dict()")
         return {
-            "version": 1,
+            "version": 2,
             "num_envs": self.num_envs,
             "dt": self.dt,
             "t": self.clock.t,
@@ -480,8 +492,11 @@ class SensorManager:
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict` into a manager with the same sensors (built by reset/build)."""
         self._require_built("load_state_dict()")
-        if state_dict.get("version") != 1:
-            raise ValueError(f"load_state_dict: unknown version {state_dict.get('version')!r}.")
+        if state_dict.get("version") != 2:
+            raise ValueError(
+                f"load_state_dict: unknown version {state_dict.get('version')!r} (this sensorgym writes "
+                "version 2: class-major buffers). Fix: save the checkpoint again with this version."
+            )
         layout = [tuple(x) if not isinstance(x, tuple) else x for x in state_dict["layout"]]
         mine = [tuple(x) for x in self._layout()]
         if (state_dict["num_envs"], state_dict["dt"]) != (self.num_envs, self.dt) or [

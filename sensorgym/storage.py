@@ -3,8 +3,9 @@
 Storage scopes (SPEC 2.4):
 
 * per intermediate dtype (:class:`DtypeGroup`): the measured working buffer and the GT intermediate
-  buffer ``(B, cols)``, each class owning a contiguous column slice, and the GT + measured timeline rings
-  (intermediate space) over the columns of classes that use the ring pipeline;
+  buffer, each class owning a contiguous block of ``B x class columns`` (class-major: a class's ``(B, c)``
+  view is contiguous, so its elementwise work runs at full speed), and the GT + measured timeline rings
+  (intermediate space), laid out the same way in every slot, over the classes that use the ring pipeline;
 * per class (:class:`ClassStorage`): return caches, GT and measured return-space rings (only when delay,
   jitter, history or an overridden ``_post_process`` needs them), the history ring of delayed reads, the
   delay/jitter state. Without any of those the return caches are zero-copy views of the intermediate slice.
@@ -83,12 +84,13 @@ class DtypeGroup:
             self.m_timeline = Ring(depth, num_envs, ring_cols, dtype, device, clock)
         self.draws: torch.Tensor | None = None  # (2, B, span) standard normals: noise, random walk
         self.draw_start = 0
+        self.draw_views: list[torch.Tensor] = []  # per class (2, B, c) blocks of ``draws``
 
-    def row_state(self) -> list[torch.Tensor]:
-        out = [self.inter, self.gt_inter]
-        if self.gt_timeline is not None:
-            out += [self.gt_timeline.at(0), self.m_timeline.at(0)]
-        return out
+    def block(self, buffer: torch.Tensor, cols: slice) -> torch.Tensor:
+        """The contiguous ``(B, width)`` block of columns ``cols`` of a ``(B, cols)`` group buffer (the
+        storage is class-major: the block holds ``B * width`` consecutive elements)."""
+        b = buffer.shape[0]
+        return buffer.view(-1)[b * cols.start : b * cols.stop].view(b, cols.stop - cols.start)
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         out = {"inter": self.inter, "gt_inter": self.gt_inter}
@@ -118,12 +120,13 @@ class ClassStorage:
         self.pp = pp_overridden
         self.clock = clock
         b, device = md.num_envs, md.device
-        self.inter = group.inter[:, islice]
-        self.gt_inter = group.gt_inter[:, islice]
+        self.inter = group.block(group.inter, islice)
+        self.gt_inter = group.block(group.gt_inter, islice)
         self.uses_timeline = reads_timeline(cls)
-        if self.uses_timeline:
-            self.gt_tl = group.gt_timeline.view(islice)
-            self.m_tl = group.m_timeline.view(islice)
+        if self.uses_timeline:  # timeline classes come first in a group: their blocks start at column 0
+            width = islice.stop - islice.start
+            self.gt_tl = group.gt_timeline.block(islice.start, width)
+            self.m_tl = group.m_timeline.block(islice.start, width)
         else:
             self.gt_tl, self.m_tl = SingleSlot(self.gt_inter), SingleSlot(self.inter)
         md._finish_raw_capture = self._finish_raw_capture
@@ -318,7 +321,9 @@ class ClassStorage:
     def row_state(self) -> list[torch.Tensor]:
         """Tensors (leading dim B) a capture writes for every env: what a reset must restore for the
         envs it does not reset."""
-        out = []
+        out = [self.inter, self.gt_inter]
+        if self.uses_timeline:
+            out += [self.gt_tl.at(0), self.m_tl.at(0)]
         for ring in (self.gt_ring, self.m_ring, self.hist):
             if ring is not None:
                 out.append(ring.at(0))

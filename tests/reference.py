@@ -59,11 +59,9 @@ class ReferenceManager:
         n = s.cache_slice.stop - s.cache_slice.start
         zn = torch.zeros(n)
         zr = torch.zeros(n)
-        g = st.group
-        if g.draws is not None and st.md.has_component_params and (st.md.has_noise or st.md.has_random_walk):
-            off = st.islice.start - g.draw_start
-            cols = slice(off + s.cache_slice.start, off + s.cache_slice.stop)
-            zn, zr = g.draws[0][b, cols].clone(), g.draws[1][b, cols].clone()
+        md = st.md
+        if st.group.draws is not None and md.has_component_params and (md.has_noise or md.has_random_walk):
+            zn, zr = md.noise_draw[b, s.cache_slice].clone(), md.random_walk_draw[b, s.cache_slice].clone()
         u = None
         if st.max_shift and st.md.has_jitter:
             u = (float(st.jitter_draw[0, b, s.index]), float(st.jitter_draw[1, b, s.index]))

@@ -57,9 +57,16 @@ def test_layout_contiguous_class_slices_and_alias():
     mgr, (a, _th, f, plain) = _suite()
     mgr.reset(_wide_ramp(0))
     st_state, st_th, st_f = (mgr.storage(c) for c in (sg.StateSensor, ThresholdSensor, type(f)))
-    # one float32 group holds the three classes, each a contiguous column slice
+    # one float32 group holds the three classes, each a contiguous block (class-major storage)
     spans = sorted((s.islice.start, s.islice.stop) for s in (st_state, st_th, st_f))
     assert spans[0][0] == 0 and all(x[1] == y[0] for x, y in itertools.pairwise(spans))
+    group = st_state.group
+    assert st_state.group is st_th.group is st_f.group
+    for st in (st_state, st_th, st_f):
+        assert st.inter.is_contiguous() and st.gt_inter.is_contiguous()
+        assert st.inter.data_ptr() == group.inter.data_ptr() + 4 * st.islice.start * 4  # B=4, float32
+        if st.uses_timeline:
+            assert st.m_tl.at(0).is_contiguous() and st.gt_tl.at(1).is_contiguous()
     assert a.cache_slice == slice(0, 2) and plain.cache_slice == slice(2, 3)
     # rings only where needed; GT of a class without history/post-process aliases the intermediate
     assert st_th.m_ring is not None and st_th.gt_ring is not None  # post-process: depth >= 2

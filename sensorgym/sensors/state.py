@@ -219,20 +219,28 @@ class StateSensor(SimpleSensor):
         b = md.num_envs
         plan = md.__dict__.get("state_plan") or _plan(md)
         tensors: dict[str, torch.Tensor] = {}  # each state entry converted once per step
+        parts: list[tuple[slice, torch.Tensor]] = []  # (raw columns, (B, c) source), in column order
         for key, cols, sensors in plan:
             t = tensors.get(key)
             if t is None:
                 src = state[key]
                 t = tensors[key] = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
             merged = _merged_selection(md, key, sensors, t)
-            if merged is not None:  # one copy for every sensor of the run
-                raw[:, cols].copy_(merged)
+            if merged is not None:  # one source for every sensor of the run
+                parts.append((cols, merged))
                 continue
             for s in sensors:
                 x = t
                 if s.options.index is not None:
                     x = s._select(x[:, None] if x.dim() == 1 else x)
-                raw[:, s.cache_slice].copy_(x.reshape(b, -1))
+                parts.append((s.cache_slice, x.reshape(b, -1)))
+        if len(parts) > 1 and raw.is_contiguous() and all(x.device == raw.device for _, x in parts):
+            # the sources tile raw's columns in order: one cat writes every row once, where a copy per
+            # source into a narrow column slice would pay a loop per row and source (~6x slower at large B)
+            torch.cat([x for _, x in parts], dim=1, out=raw)
+            return
+        for cols, x in parts:
+            raw[:, cols].copy_(x)
 
     def _select(self, t: torch.Tensor) -> torch.Tensor:
         """``t[..., index]``: a view when the index is a contiguous ascending range."""
