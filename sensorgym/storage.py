@@ -167,22 +167,24 @@ class ClassStorage:
             self._one = torch.ones((), dtype=torch.long, device=device)
             widths = {_width(s) for s in sensors}
             self.per_sensor_index = len(widths) == 1
+            r = self.m_ring.depth
+            ages = torch.arange(r, device=device)
+            self._slot_table = (ages[:, None] - ages[None, :]).remainder(r)  # [t % R, shift] -> slot
             if self.per_sensor_index:
-                # equal widths: index math on (B, n) and one gather over a (R, B, n, w) view
+                # equal widths: the ring read as (R * B * n) rows of w values; one index_select of whole
+                # rows (about 2x faster than a gather with an index per element)
                 (w,) = widths
+                self._slot_table = self._slot_table * (b * n)  # -> first row of that slot
+                self._row_base = torch.arange(b * n, device=device).view(b, n)  # env * n + sensor
                 self.slot_idx = torch.zeros(b, n, dtype=torch.long, device=device)
-                self._gather_index = self.slot_idx[None, :, :, None].expand(1, b, n, w)
-                self._gather_src = self.m_ring.buffer.view(-1, b, n, w)
-                self._gather_out = self.m_cache.view(1, b, n, w)
+                self._gather_src = self.m_ring.buffer.view(r * b * n, w)
+                self._gather_out = self.m_cache.view(b * n, w)
             else:
                 self.shift_cols = torch.zeros(b, rcols, dtype=torch.long, device=device)
                 self.slot_idx = torch.zeros(b, rcols, dtype=torch.long, device=device)
                 self._gather_index = self.slot_idx.unsqueeze(0)
                 self._gather_src = self.m_ring.buffer
                 self._gather_out = self.m_cache.unsqueeze(0)
-            r = self.m_ring.depth
-            ages = torch.arange(r, device=device)
-            self._slot_table = (ages[:, None] - ages[None, :]).remainder(r)  # [t % R, shift] -> slot
             self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float32, device=device)
             self.jitter_tmp = torch.zeros(b, n, dtype=torch.float32, device=device)
 
@@ -315,7 +317,11 @@ class ClassStorage:
             else torch.index_select(self.shift, 1, self.col_to_sensor, out=self.shift_cols)
         )
         torch.index_select(table, 0, shift.view(-1), out=self.slot_idx.view(-1))
-        torch.gather(self._gather_src, 0, self._gather_index, out=self._gather_out)
+        if self.per_sensor_index:
+            self.slot_idx.add_(self._row_base)
+            torch.index_select(self._gather_src, 0, self.slot_idx.view(-1), out=self._gather_out)
+        else:
+            torch.gather(self._gather_src, 0, self._gather_index, out=self._gather_out)
 
     # -- save/restore and persistence --------------------------------------------------------------------
     def row_state(self) -> list[torch.Tensor]:
