@@ -90,6 +90,7 @@ class PerEnvRandom(RandomSource):
     def __init__(self, num_envs: int, device: torch.device | str, seed: int | None = None) -> None:
         self.generators = [torch.Generator(device=device) for _ in range(num_envs)]
         self.generator = torch.Generator(device=device)
+        self._buffers: dict[tuple, torch.Tensor] = {}
         self.seed(seed)
 
     def seed(self, seed: int | None) -> None:
@@ -103,19 +104,34 @@ class PerEnvRandom(RandomSource):
             return list(range(len(self.generators)))
         return torch.nonzero(rows).flatten().tolist()
 
+    def _scratch(self, row: torch.Tensor) -> torch.Tensor:
+        # Draw into a contiguous buffer, then copy: torch's CPU normal_ uses a different (vectorized)
+        # kernel for contiguous tensors of 16+ elements, so drawing straight into a row view would give
+        # env b different numbers in a batch (strided row) than alone (contiguous row).
+        key = (tuple(row.shape), row.dtype)
+        buf = self._buffers.get(key)
+        if buf is None:
+            buf = self._buffers[key] = torch.empty(row.shape, dtype=row.dtype, device=row.device)
+        return buf
+
     def normal_(self, out, rows, row_dim):
         for b in self._rows(rows):
-            out.select(row_dim, b).normal_(generator=self.generators[b])
+            row = out.select(row_dim, b)
+            row.copy_(self._scratch(row).normal_(generator=self.generators[b]))
         return out
 
     def uniform_(self, out, rows, row_dim):
         for b in self._rows(rows):
-            out.select(row_dim, b).uniform_(generator=self.generators[b])
+            row = out.select(row_dim, b)
+            row.copy_(self._scratch(row).uniform_(generator=self.generators[b]))
         return out
 
     def sample_(self, dist, out, rows, row_dim):
         for b in self._rows(rows):
-            dist.sample_(out.select(row_dim, b), self.generators[b])
+            row = out.select(row_dim, b)
+            buf = self._scratch(row)
+            dist.sample_(buf, self.generators[b])
+            row.copy_(buf)
         return out
 
     def get_state(self) -> Any:

@@ -57,6 +57,28 @@ def test_batched_equals_single_env_managers():
                 assert torch.equal(s.read_ground_truth()[i], ss[i][j].read_ground_truth()[0])
 
 
+def test_per_env_rng_wide_sensor_batched_equals_single():
+    # 10 noisy columns: 20 normals per env and step, past torch's 16-element switch to a vectorized
+    # kernel for contiguous tensors (an env's row is strided in a batch, contiguous alone)
+    def make(num_envs, seed):
+        mgr = sg.SensorManager(num_envs=num_envs, dt=0.1, seed=seed, per_env_rng=True)
+        opts = sg.StateSensorOptions(key="x", shape=(10,), noise=1.0, random_walk=0.1, bias=sg.Normal(0, 1))
+        return mgr, mgr.add_sensor(opts)
+
+    b, seed = 3, 5
+    batched, s = make(b, seed)
+    singles = [make(1, seed + i) for i in range(b)]
+    x = torch.zeros(b, 10)
+    batched.reset({"x": x})
+    for i, (m, _) in enumerate(singles):
+        m.reset({"x": x[i : i + 1]})
+    for _ in range(3):
+        batched.step({"x": x})
+        for i, (m, si) in enumerate(singles):
+            m.step({"x": x[i : i + 1]})
+            assert torch.equal(s.read()[i], si.read()[0])
+
+
 def test_per_env_rng_state_dict_round_trip():
     mgr = sg.SensorManager(num_envs=2, dt=0.1, seed=1, per_env_rng=True)
     s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,), noise=1.0))

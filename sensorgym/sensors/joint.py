@@ -83,7 +83,7 @@ class JointEncoderSensor(MujocoSensor):
 
     @classmethod
     def _measure(cls, model: Any, data: Any, o: JointEncoderOptions) -> np.ndarray:
-        return data.qpos[o.addresses(model, "qpos")]
+        return data.qpos[o.addresses(model, "qpos")].copy()  # a slice is a live view of MjData
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,4 +101,4 @@ class JointTorqueSensor(MujocoSensor):
 
     @classmethod
     def _measure(cls, model: Any, data: Any, o: JointTorqueOptions) -> np.ndarray:
-        return data.qfrc_actuator[o.addresses(model, "dof")]
+        return data.qfrc_actuator[o.addresses(model, "dof")].copy()
