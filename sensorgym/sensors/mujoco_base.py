@@ -157,7 +157,12 @@ class MujocoSensor(SimpleSensor):
 
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
+        parts = []
         for s in md.sensors:
             src = state[s.state_key]
-            t = src if torch.is_tensor(src) else torch.from_numpy(np.asarray(src))
+            parts.append(src if torch.is_tensor(src) else torch.from_numpy(np.asarray(src)))
+        if len(parts) > 1 and all(t.device == raw.device for t in parts):
+            torch.cat(parts, dim=1, out=raw)  # the sensors tile raw's columns in order: one write
+            return
+        for s, t in zip(md.sensors, parts, strict=True):
             raw[:, s.cache_slice].copy_(t)

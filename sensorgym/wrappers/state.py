@@ -37,15 +37,31 @@ def is_numeric(value: Any) -> bool:
     return isinstance(value, np.ndarray) and (value.dtype.kind in "biuf")
 
 
+_SPANS: dict[Any, list[tuple[str, slice, tuple]]] = {}
+
+
+def _spans(layout: Any) -> list[tuple[str, slice, tuple]]:
+    """``(key, columns, shape)`` per entry of an extraction layout (computed once per layout)."""
+    try:
+        spans = _SPANS.get(layout)
+    except TypeError:  # an unhashable layout (e.g. lists from a checkpoint): use its tuple form
+        layout = tuple((k, tuple(shape)) for k, shape in layout)
+        spans = _SPANS.get(layout)
+    if spans is None:
+        spans, start = [], 0
+        for key, shape in layout:
+            n = int(np.prod(shape)) if len(shape) else 1
+            spans.append((key, slice(start, start + n), tuple(shape)))
+            start += n
+        if len(_SPANS) < 64:  # layouts are few (one per sensor set); never grow without bound
+            _SPANS[layout] = spans
+    return spans
+
+
 def split_extracted(flat: Any, layout: Any) -> dict[str, Any]:
     """Views of a batched flat extraction ``(B, total)`` per state key (see :data:`LAYOUT_KEY`)."""
-    out, start = {}, 0
     b = flat.shape[0]
-    for key, shape in layout:
-        n = int(np.prod(shape)) if len(shape) else 1
-        out[key] = flat[:, start : start + n].reshape(b, *shape)
-        start += n
-    return out
+    return {key: flat[:, cols].reshape(b, *shape) for key, cols, shape in _spans(layout)}
 
 
 def _add_info(state: dict, info: Mapping, prefix: str, layout: Any = None) -> None:
