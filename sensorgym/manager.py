@@ -239,12 +239,11 @@ class SensorManager:
                 group.draw_start = lo
             # class-major like the buffers: each class's draws are contiguous (B, c) blocks
             group.draw_views = []
+            b = self.num_envs
             for st in users:
-                sl = slice(st.islice.start - lo, st.islice.stop - lo)
-                st.md.noise_draw = group.block(group.draws[0], sl)
-                st.md.random_walk_draw = group.block(group.draws[1], sl)
-                b, w = self.num_envs, sl.stop - sl.start
-                view = group.draws.view(2, -1)[:, b * sl.start : b * sl.stop].view(2, b, w)
+                start, stop = st.islice.start - lo, st.islice.stop - lo
+                view = group.draws.view(2, -1)[:, b * start : b * stop].view(2, b, stop - start)
+                st.md.noise_draw, st.md.random_walk_draw = view[0], view[1]
                 group.draw_views.append(view)
 
     # -- stepping --------------------------------------------------------------------------------------
