@@ -52,6 +52,9 @@ class Ring:
         self.depth = depth
         self.clock = clock
         self.buffer = torch.zeros((depth, batch, cols), dtype=dtype, device=device)
+        # one view per storage slot, made once: `at()` runs several times per class and step, and
+        # indexing a tuple costs a fraction of creating a new view each time
+        self._slots = self.buffer.unbind(0)
         self._order: torch.Tensor | None = None  # [t % depth, k] -> storage slot of the snapshot k back
 
     def slot(self, k: int) -> int:
@@ -62,7 +65,7 @@ class Ring:
         """``(batch, cols)`` view of the snapshot ``k`` steps back (``k < depth``)."""
         if not 0 <= k < self.depth:
             raise IndexError(f"ring holds {self.depth} snapshots; at({k}) is out of range")
-        return self.buffer[(self.clock.t - k) % self.depth]
+        return self._slots[(self.clock.t - k) % self.depth]
 
     def view(self, cols: slice) -> RingView:
         """A ring over a column slice, sharing storage and clock."""
@@ -104,12 +107,13 @@ class RingView:
     sees as its ``timeline``. ``timeline.at(k)`` is the class's ``(B, cols)`` view ``k`` steps back.
     """
 
-    __slots__ = ("buffer", "ring")
+    __slots__ = ("_slots", "buffer", "ring")
 
     def __init__(self, ring: Ring, buffer: torch.Tensor) -> None:
         self.ring = ring
         #: ``(depth, B, cols)`` view of the storage (slot order is storage order, not age order)
         self.buffer = buffer
+        self._slots = buffer.unbind(0)  # per-slot views, made once (see Ring)
 
     @property
     def depth(self) -> int:
@@ -121,7 +125,7 @@ class RingView:
     def at(self, k: int) -> torch.Tensor:
         if not 0 <= k < self.ring.depth:
             raise IndexError(f"ring holds {self.ring.depth} snapshots; at({k}) is out of range")
-        return self.buffer[(self.ring.clock.t - k) % self.ring.depth]
+        return self._slots[(self.ring.clock.t - k) % self.ring.depth]
 
     def history(self, n: int) -> torch.Tensor:
         if n > self.ring.depth:

@@ -185,7 +185,9 @@ class ClassStorage:
                 self._gather_index = self.slot_idx.unsqueeze(0)
                 self._gather_src = self.m_ring.buffer
                 self._gather_out = self.m_cache.unsqueeze(0)
+            self._slot_rows = self._slot_table.unbind(0)  # one view per clock phase, made once
             self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float32, device=device)
+            self._jitter_u = self.jitter_draw.unbind(0)  # (scale draw, offset draw) views, made once
             self.jitter_tmp = torch.zeros(b, n, dtype=torch.float32, device=device)
 
         self._init_nan_policy()
@@ -297,8 +299,9 @@ class ClassStorage:
         md = self.md
         if md.has_jitter:
             md.random.uniform_(self.jitter_draw, md.capture_rows, 1)
-            torch.mul(md.jitter_steps_f32, self.jitter_draw[0], out=self.jitter_tmp)
-            self.jitter_tmp.add_(self.jitter_draw[1]).floor_()
+            u_scale, u_offset = self._jitter_u
+            torch.mul(md.jitter_steps_f32, u_scale, out=self.jitter_tmp)
+            self.jitter_tmp.add_(u_offset).floor_()
             self.shift.copy_(self.jitter_tmp)
             torch.minimum(self.shift, md.jitter_ceil, out=self.shift)
             self.shift.add_(md.delay_steps)
@@ -310,7 +313,7 @@ class ClassStorage:
         torch.minimum(self.shift, self.prev_shift, out=self.shift)
         self.prev_shift.copy_(self.shift)
         # slot of the snapshot `shift` steps back: a lookup in the precomputed (t - s) % R table
-        table = self._slot_table[self.clock.t % self.m_ring.depth]
+        table = self._slot_rows[self.clock.t % self.m_ring.depth]
         shift = (
             self.shift
             if self.per_sensor_index

@@ -186,7 +186,7 @@ class StateSensor(SimpleSensor):
                 "reset(state) with that key present."
             )
         self._width = math.prod(self._shape)
-        self._index_t: torch.Tensor | None = None
+        self._selection: tuple | None = None  # (entry width, device, slice or index tensor)
 
     def _get_return_format(self) -> tuple[int, ...]:
         return self._shape
@@ -198,9 +198,15 @@ class StateSensor(SimpleSensor):
     @classmethod
     def _check_state(cls, state: Any, md: Any) -> None:
         b = md.num_envs
+        # an entry of the type, shape and dtype that passed last step passes again: the full check
+        # (shape arithmetic, dtype kinds) runs only when one of them changes
+        passed = md.__dict__.setdefault("checked_entries", {})
         for s in md.sensors:
             o = s.options
             entry = _entry(state, o.key, s.name)
+            sig = (type(entry), getattr(entry, "shape", None), getattr(entry, "dtype", None))
+            if sig[1] is not None and passed.get(s.name) == sig:
+                continue
             _check_numeric(entry, o.key, s.name)
             shape = tuple(np.shape(entry))
             if not shape or shape[0] != b:
@@ -213,6 +219,8 @@ class StateSensor(SimpleSensor):
                     f"sensor {s.name!r}: state[{o.key!r}] has {width} values per env "
                     f"after index selection; the sensor's shape {s._shape} needs {s._width}."
                 )
+            if sig[1] is not None:
+                passed[s.name] = sig
 
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
@@ -244,11 +252,15 @@ class StateSensor(SimpleSensor):
 
     def _select(self, t: torch.Tensor) -> torch.Tensor:
         """``t[..., index]``: a view when the index is a contiguous ascending range."""
-        idx = self.options.index
         n = t.shape[-1]
-        first = idx[0] % n
-        if all((i % n) == first + k for k, i in enumerate(idx)):
-            return t[..., first : first + len(idx)]
-        if self._index_t is None or self._index_t.device != t.device:
-            self._index_t = torch.tensor(idx, dtype=torch.long, device=t.device)
-        return t.index_select(-1, self._index_t)
+        sel = self._selection
+        if sel is None or sel[0] != n or sel[1] != t.device:  # decided once per entry width and device
+            idx = self.options.index
+            first = idx[0] % n
+            if all((i % n) == first + k for k, i in enumerate(idx)):
+                pick: slice | torch.Tensor = slice(first, first + len(idx))
+            else:
+                pick = torch.tensor(idx, dtype=torch.long, device=t.device)
+            sel = self._selection = (n, t.device, pick)
+        pick = sel[2]
+        return t[..., pick] if isinstance(pick, slice) else t.index_select(-1, pick)

@@ -174,6 +174,7 @@ class ObservationLayout:
         self.critic_space = _box(c_lo, c_hi)
         self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
         self._runs()
+        self._plan: tuple[list, list] | None = None  # views for `pack`, made at its first call
 
     def _runs(self) -> None:
         """Merge consecutive sensors of one class with adjacent columns (and equal history length and
@@ -204,25 +205,52 @@ class ObservationLayout:
             else:
                 self._critic_runs.append([st, s.return_slice, cols])
 
-    def pack(self, env_obs_flat: torch.Tensor | None) -> dict[str, torch.Tensor]:
-        """New float32 tensors ``{"policy": (B, P), "critic": (B, C)}`` from the current readings."""
+    def pack(self, env_obs_flat: torch.Tensor | None, out: dict[str, torch.Tensor] | None = None) -> dict:
+        """Float32 tensors ``{"policy": (B, P), "critic": (B, C)}`` from the current readings, new ones or
+        written into ``out`` (e.g. tensors sharing memory with numpy arrays handed to the caller)."""
+        if self._plan is None:
+            self._plan = self._make_plan()
         b, device = self.manager.num_envs, self.manager.device
-        policy = torch.empty(b, self.policy_space.shape[0], dtype=torch.float32, device=device)
-        for st, src, dst, hist, n, w in self._policy_runs:
-            if hist:
-                # (H, B, n*w) newest first -> per sensor (B, H, w) blocks, flattened newest first
-                snaps = st.hist.buffer[:, :, src].index_select(0, st.hist.order(hist))
-                policy[:, dst].view(b, n, hist, w).copy_(snaps.view(hist, b, n, w).permute(1, 2, 0, 3))
+        if out is None:
+            out = {
+                "policy": torch.empty(b, self.policy_space.shape[0], dtype=torch.float32, device=device),
+                "critic": torch.empty(b, self.critic_space.shape[0], dtype=torch.float32, device=device),
+            }
+        policy, critic = out["policy"], out["critic"]
+        for ring, hist_src, src, start, width, shape in self._plan[0]:
+            dst = policy.narrow(1, start, width)
+            if ring is None:
+                dst.copy_(src)
             else:
-                policy[:, dst] = st.m_cache[:, src]
-        critic = torch.empty(b, self.critic_space.shape[0], dtype=torch.float32, device=device)
-        for st, src, dst in self._critic_runs:
-            critic[:, dst] = st.gt_cache[:, src]
+                # (H, B, n*w) newest first -> per sensor (B, H, w) blocks, flattened newest first
+                h, n, w = shape
+                snaps = hist_src.index_select(0, ring.order(h))
+                dst.view(b, n, h, w).copy_(snaps.view(h, b, n, w).permute(1, 2, 0, 3))
+        for src, start, width in self._plan[1]:
+            critic.narrow(1, start, width).copy_(src)
         if self.include_env_obs:
-            critic[:, self._env_cols] = env_obs_flat
+            critic.narrow(1, self._env_cols.start, self._env_cols.stop - self._env_cols.start).copy_(
+                env_obs_flat
+            )
         if self.include_randomization:
             critic[:, self._random_cols] = self.manager.read_randomization()
-        return {"policy": policy, "critic": critic}
+        return out
+
+    def _make_plan(self) -> tuple[list, list]:
+        """The views ``pack`` copies from, made once (the buffers behind them live as long as the
+        manager; loading a state copies into them)."""
+        policy = []
+        for st, src, dst, hist, n, w in self._policy_runs:
+            if hist:
+                policy.append(
+                    (st.hist, st.hist.buffer[:, :, src], None, dst.start, dst.stop - dst.start, (hist, n, w))
+                )
+            else:
+                policy.append((None, None, st.m_cache[:, src], dst.start, dst.stop - dst.start, None))
+        critic = [
+            (st.gt_cache[:, src], dst.start, dst.stop - dst.start) for st, src, dst in self._critic_runs
+        ]
+        return policy, critic
 
 
 def _box(lows: list[np.ndarray], highs: list[np.ndarray]) -> gym.spaces.Box:
