@@ -343,3 +343,38 @@ def test_cuda_step_has_no_host_device_sync():
             mgr.step(state, reset_mask=done)
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+def test_numpy_and_torch_state_entries_give_identical_readings():
+    """StateSensor copies numpy entries with numpy (a CPU fast path) and tensors with torch: both must give
+    the same bits, for contiguous, scattered and negative indices, 1-D entries and float64/int inputs."""
+    rng = np.random.default_rng(0)
+    states = [
+        {
+            "q": rng.normal(size=(5, 6)),  # float64: cast to float32 on the way in
+            "c": rng.integers(-50, 50, size=(5, 4)),
+            "s": rng.normal(size=5),
+        }
+        for _ in range(6)
+    ]
+    reads = []
+    for as_torch in (False, True):
+        mgr = sg.SensorManager(num_envs=5, dt=DT, seed=3)
+        sensors = [
+            mgr.add_sensor(sg.StateSensorOptions(key="q", index=[1, 2, 3], noise=0.1, delay=DT)),
+            mgr.add_sensor(sg.StateSensorOptions(key="q", index=[5, 0, -2], history_length=2)),
+            mgr.add_sensor(sg.StateSensorOptions(key="c", resolution=3.0)),
+            mgr.add_sensor(sg.StateSensorOptions(key="s", index=[0])),
+        ]
+        out = []
+        for i, st in enumerate(states):
+            st = {k: torch.as_tensor(v) for k, v in st.items()} if as_torch else st
+            mgr.reset(st) if i == 0 else mgr.step(st)
+            out.append([torch.cat([s.read().flatten(), s.read_ground_truth().flatten()]) for s in sensors])
+        reads.append(out)
+    for a, b in zip(*reads, strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert torch.equal(x, y)
+    # the scattered, negative index picks columns 5, 0, 4 (ground truth of the last step)
+    gt = reads[0][-1][1][30:].view(5, 2, 3)[:, 0]  # after the (5, 2, 3) measured history: GT history
+    assert torch.equal(gt, torch.as_tensor(states[-1]["q"][:, [5, 0, 4]]).float())

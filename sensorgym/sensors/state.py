@@ -73,6 +73,11 @@ class StateSensorOptions(SimpleSensorOptions):
             object.__setattr__(self, "index", tuple(int(i) for i in idx))
 
 
+_NUMPY_DTYPES = frozenset(
+    {torch.float16, torch.float32, torch.float64, torch.uint8, torch.int32, torch.int64}
+)
+
+
 def _entry(state: Any, key: str, sensor: str) -> Any:
     if not isinstance(state, Mapping):
         raise TypeError(
@@ -226,6 +231,20 @@ class StateSensor(SimpleSensor):
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         b = md.num_envs
         plan = md.__dict__.get("state_plan") or _plan(md)
+        if (
+            raw.device.type == "cpu"
+            and raw.dtype in _NUMPY_DTYPES
+            and not any(torch.is_tensor(state[key]) for key, _, _ in plan)
+        ):
+            # numpy entries into a CPU buffer: one numpy assignment per sensor (it casts like copy_),
+            # where the torch route costs four op dispatches (wrap, select, reshape, copy)
+            raw_np = raw.numpy()
+            for key, _, sensors in plan:
+                src = np.asarray(state[key])
+                for s in sensors:
+                    x = src if s.options.index is None else s._select(src[:, None] if src.ndim == 1 else src)
+                    raw_np[:, s.cache_slice] = x.reshape(b, -1)
+            return
         tensors: dict[str, torch.Tensor] = {}  # each state entry converted once per step
         parts: list[tuple[slice, torch.Tensor]] = []  # (raw columns, (B, c) source), in column order
         for key, cols, sensors in plan:
@@ -251,16 +270,22 @@ class StateSensor(SimpleSensor):
             raw[:, cols].copy_(x)
 
     def _select(self, t: torch.Tensor) -> torch.Tensor:
-        """``t[..., index]``: a view when the index is a contiguous ascending range."""
+        """``t[..., index]`` (a tensor or a numpy array): a view when the index is a contiguous ascending
+        range."""
         n = t.shape[-1]
+        device = t.device if torch.is_tensor(t) else None  # None: a numpy array
         sel = self._selection
-        if sel is None or sel[0] != n or sel[1] != t.device:  # decided once per entry width and device
+        if sel is None or sel[0] != n or sel[1] != device:  # decided once per entry width and device
             idx = self.options.index
             first = idx[0] % n
             if all((i % n) == first + k for k, i in enumerate(idx)):
-                pick: slice | torch.Tensor = slice(first, first + len(idx))
+                pick: slice | torch.Tensor | np.ndarray = slice(first, first + len(idx))
+            elif device is None:
+                pick = np.asarray([i % n for i in idx], dtype=np.int64)
             else:
-                pick = torch.tensor(idx, dtype=torch.long, device=t.device)
-            sel = self._selection = (n, t.device, pick)
+                pick = torch.tensor([i % n for i in idx], dtype=torch.long, device=device)
+            sel = self._selection = (n, device, pick)
         pick = sel[2]
-        return t[..., pick] if isinstance(pick, slice) else t.index_select(-1, pick)
+        if isinstance(pick, slice):
+            return t[..., pick]
+        return t[..., pick] if device is None else t.index_select(-1, pick)

@@ -146,7 +146,6 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         )
         self.single_observation_space = self.layout.space
         self.observation_space = batch_space(self.layout.space, self.num_envs)
-        self._batched_spaces = dict(self.observation_space.spaces)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._layout: tuple | None = None  # of the flat simulator state from the sub-envs
         self._last_obs: Any = None  # the inner env's last observation (for checkpoints)
@@ -244,17 +243,17 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     def _observation(self, obs: Any) -> dict[str, Any]:
         self._last_obs = obs
+        is_torch = _is_torch(obs)
+        if not is_torch and self.manager.device.type == "cpu":
+            return self.layout.pack_numpy(obs)
         env_flat = None
         if self.layout.include_env_obs:
             env_flat = flatten_env_obs(obs, self.num_envs, self.manager.device)
-        if _is_torch(obs):
+        packed = self.layout.pack(env_flat)
+        if is_torch:
             device = next(iter(obs.values())).device if isinstance(obs, Mapping) else obs.device
-            return {k: v.to(device) for k, v in self.layout.pack(env_flat).items()}
-        if self.manager.device.type == "cpu":  # numpy out: pack straight into new numpy arrays
-            arrays = {k: np.empty(sp.shape, np.float32) for k, sp in self._batched_spaces.items()}
-            self.layout.pack(env_flat, out={k: torch.from_numpy(a) for k, a in arrays.items()})
-            return arrays
-        return {k: v.cpu().numpy() for k, v in self.layout.pack(env_flat).items()}
+            return {k: v.to(device) for k, v in packed.items()}
+        return {k: v.cpu().numpy() for k, v in packed.items()}
 
     def _same_step_boundary(self, obs: Any, info: dict, state: dict, done: np.ndarray) -> dict:
         """SAME_STEP: feed the terminal reading, export it as ``final_obs``, restart with the reset obs."""
