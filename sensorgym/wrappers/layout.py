@@ -285,6 +285,17 @@ class ObservationLayout:
         ]
         return policy, critic
 
+    def numpy_packable(self) -> bool:
+        """Whether :meth:`pack_numpy` can run: a CPU manager whose sensor buffers numpy can view (a
+        custom sensor with e.g. a bfloat16 return dtype cannot)."""
+        if self.manager.device.type != "cpu":
+            return False
+        try:
+            self._np_plan = self._np_plan or self._make_numpy_plan()
+        except TypeError:
+            return False
+        return True
+
     def _make_numpy_plan(self) -> tuple[list, list]:
         """Numpy views (sharing memory) of what :meth:`pack_numpy` copies from (CPU managers only)."""
         policy = []

@@ -145,6 +145,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
             include_randomization=critic_randomization,
         )
         self.single_observation_space = self.layout.space
+        self._numpy_pack = self.layout.numpy_packable()  # numpy envs: pack with numpy (same values)
         self.observation_space = batch_space(self.layout.space, self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._layout: tuple | None = None  # of the flat simulator state from the sub-envs
@@ -244,7 +245,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
     def _observation(self, obs: Any) -> dict[str, Any]:
         self._last_obs = obs
         is_torch = _is_torch(obs)
-        if not is_torch and self.manager.device.type == "cpu":
+        if not is_torch and self._numpy_pack:
             return self.layout.pack_numpy(obs)
         env_flat = None
         if self.layout.include_env_obs:

@@ -129,3 +129,35 @@ def test_bad_input_errors():
         SingleEnvSensorObservation(no_dt, {"x": sg.StateSensorOptions(key="obs")})
     with pytest.raises(ValueError, match=r"dt=-1.*> 0"):
         SensorObservation(make(), {"x": sg.StateSensorOptions(key="obs")}, dt=-1)
+
+
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_numpy_packing_equals_torch_packing(dict_obs):
+    """Numpy envs get observations packed with numpy (``pack_numpy``); they must be the torch packing's
+    values exactly: history order, bool readings, Dict env observations, randomized parameters."""
+    from sensorgym.wrappers.layout import flatten_env_obs
+
+    from ..helpers import ThresholdOptions
+
+    key = "obs.pos" if dict_obs else "obs"
+    envs = SyncVectorEnv([lambda: RampEnv(dict_obs=dict_obs) for _ in range(3)])
+    sensors = {
+        "a": sg.StateSensorOptions(key=key, index=[1, 0], delay=0.1, jitter=0.1, noise=0.1, history_length=3),
+        "b": sg.StateSensorOptions(key=key, index=[1], bias=sg.Uniform(-1.0, 1.0), history_length=2),
+        "touch": ThresholdOptions(key=key, width=2, threshold=1.0, delay=0.1),
+    }
+    envs = SensorObservation(envs, sensors, seed=0, critic_randomization=True)
+    assert envs._numpy_pack
+    obs, _ = envs.reset(seed=0)
+    fired = False
+    for step in range(12):
+        fired |= bool(obs["policy"][:, -2:].any())
+        inner = envs._last_obs
+        by_numpy = envs.layout.pack_numpy(inner)
+        by_torch = envs.layout.pack(flatten_env_obs(inner, 3, envs.manager.device))
+        for k in ("policy", "critic"):
+            assert by_numpy[k].dtype == np.float32
+            np.testing.assert_array_equal(by_numpy[k], by_torch[k].numpy())
+            np.testing.assert_array_equal(obs[k], by_numpy[k])
+        obs, *_ = envs.step(np.full((3, 1), 0.5 * (step % 3 - 1), np.float32))
+    assert fired  # the bool (threshold) sensor read true at some point
