@@ -169,12 +169,12 @@ class ClassStorage:
             self.per_sensor_index = len(widths) == 1
             r = self.m_ring.depth
             ages = torch.arange(r, device=device)
-            self._slot_table = (ages[:, None] - ages[None, :]).remainder(r)  # [t % R, shift] -> slot
+            table = (ages[:, None] - ages[None, :]).remainder(r)  # [t % R, shift] -> slot
             if self.per_sensor_index:
                 # equal widths: the ring read as (R * B * n) rows of w values; one index_select of whole
                 # rows (about 2x faster than a gather with an index per element)
                 (w,) = widths
-                self._slot_table = self._slot_table * (b * n)  # -> first row of that slot
+                table = table * (b * n)  # -> first row of that slot
                 self._row_base = torch.arange(b * n, device=device).view(b, n)  # env * n + sensor
                 self.slot_idx = torch.zeros(b, n, dtype=torch.long, device=device)
                 self._gather_src = self.m_ring.buffer.view(r * b * n, w)
@@ -185,7 +185,7 @@ class ClassStorage:
                 self._gather_index = self.slot_idx.unsqueeze(0)
                 self._gather_src = self.m_ring.buffer
                 self._gather_out = self.m_cache.unsqueeze(0)
-            self._slot_rows = self._slot_table.unbind(0)  # one view per clock phase, made once
+            self._slot_rows = table.unbind(0)  # one view per clock phase, made once
             self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float32, device=device)
             self._jitter_u = self.jitter_draw.unbind(0)  # (scale draw, offset draw) views, made once
             self.jitter_tmp = torch.zeros(b, n, dtype=torch.float32, device=device)

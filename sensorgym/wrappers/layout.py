@@ -297,18 +297,21 @@ class ObservationLayout:
         return True
 
     def _make_numpy_plan(self) -> tuple[list, list]:
-        """Numpy views (sharing memory) of what :meth:`pack_numpy` copies from (CPU managers only)."""
-        policy = []
-        for st, src, dst, hist, n, w in self._policy_runs:
-            if hist:
-                ring = st.hist
-                policy.append(
-                    (ring.clock, ring.depth, ring.buffer[:, :, src].numpy(), None, dst, (hist, n, w))
-                )
-            else:
-                policy.append((None, None, None, st.m_cache[:, src].numpy(), dst, None))
-        critic = [(st.gt_cache[:, src].numpy(), dst) for st, src, dst in self._critic_runs]
-        return policy, critic
+        """:meth:`_make_plan`'s views as numpy arrays sharing their memory (CPU managers only)."""
+        policy, critic = self._plan = self._plan or self._make_plan()
+        np_policy = [
+            (
+                None if ring is None else ring.clock,
+                None if ring is None else ring.depth,
+                None if hist_src is None else hist_src.numpy(),
+                None if src is None else src.numpy(),
+                slice(start, start + width),
+                shape,
+            )
+            for ring, hist_src, src, start, width, shape in policy
+        ]
+        np_critic = [(src.numpy(), slice(start, start + width)) for src, start, width in critic]
+        return np_policy, np_critic
 
 
 def _box(lows: list[np.ndarray], highs: list[np.ndarray]) -> gym.spaces.Box:
