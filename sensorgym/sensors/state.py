@@ -122,12 +122,13 @@ def _plan(md: Any) -> list[tuple[str, slice, list]]:
     return plan
 
 
-def _merged_selection(md: Any, key: str, sensors: list, t: torch.Tensor) -> torch.Tensor | None:
+def _merged_selection(md: Any, cols: slice, sensors: list, t: torch.Tensor) -> torch.Tensor | None:
     """``t[:, concatenated indices]`` for a run whose sensors all select from a 2-D entry, else None."""
     if len(sensors) < 2 or t.dim() != 2 or any(s.options.index is None for s in sensors):
         return None
     n = t.shape[1]
-    cache_key = (key, n, t.device)
+    # one selection per run (its raw columns identify it): two runs may read the same entry
+    cache_key = (cols.start, n, t.device)
     sel = md.state_index.get(cache_key)
     if sel is None:
         idx = [i % n for s in sensors for i in s.options.index]
@@ -252,7 +253,7 @@ class StateSensor(SimpleSensor):
             if t is None:
                 src = state[key]
                 t = tensors[key] = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
-            merged = _merged_selection(md, key, sensors, t)
+            merged = _merged_selection(md, cols, sensors, t)
             if merged is not None:  # one source for every sensor of the run
                 parts.append((cols, merged))
                 continue
