@@ -14,6 +14,7 @@ import numpy as np
 from ..options import SensorOptions
 from ..sensor import Sensor
 from ..sensors.state import StateSensorOptions
+from .spaces import template_entries
 from .state import EXTRACTOR_KEY, LAYOUT_KEY
 
 __all__ = ["ExtractionPlan", "check_sensors", "clean_info", "extract_state", "infer_dt", "template_state"]
@@ -83,12 +84,7 @@ def _all_equal(values: Sequence[Any]) -> Any:
 
 def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs: int) -> dict:
     """Zeros shaped like the state the sensors will read, to build the manager before any reset."""
-    state: dict[str, np.ndarray] = {}
-    if isinstance(obs_space, gym.spaces.Dict):
-        for k, sp in obs_space.spaces.items():
-            state[f"obs.{k}"] = np.zeros((num_envs, *(sp.shape or ())), np.float32)
-    else:
-        state["obs"] = np.zeros((num_envs, *(obs_space.shape or ())), np.float32)
+    state: dict[str, np.ndarray] = template_entries(obs_space, num_envs)
     for name, s in sensors.items():
         o = s.options
         if not isinstance(o, StateSensorOptions) or o.key in state:
@@ -100,7 +96,9 @@ def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs
                 f"{type(o).__name__}(key={o.key!r}, shape=(3,), ...)."
             )
         if o.index is not None:
-            state[o.key] = np.zeros((num_envs, *o.shape[:-1], max(o.index) + 1), np.float32)
+            # wide enough for every index, negative ones counting from the end
+            last = max(max(i + 1 if i >= 0 else -i for i in o.index), 1)
+            state[o.key] = np.zeros((num_envs, *o.shape[:-1], last), np.float32)
         else:
             state[o.key] = np.zeros((num_envs, *o.shape), np.float32)
     return state

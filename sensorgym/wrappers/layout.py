@@ -32,45 +32,11 @@ from ..manager import SensorManager
 from ..options import SimpleSensorOptions, bounds_of
 from ..sensor import Sensor
 from ..sensors.state import StateSensorOptions
+from .spaces import Flattener, entry_bounds, flat_bounds, space_at
 
-__all__ = ["ObservationLayout", "flatten_env_obs"]
+__all__ = ["ObservationLayout", "gt_bounds", "measured_bounds"]
 
-
-def _flat_space_bounds(space: gym.Space) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(space, gym.spaces.Box):
-        return space.low.astype(np.float64).ravel(), space.high.astype(np.float64).ravel()
-    if isinstance(space, gym.spaces.Dict):
-        parts = [_flat_space_bounds(s) for s in space.spaces.values()]
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    if isinstance(space, gym.spaces.Discrete):
-        return np.array([space.start], float), np.array([space.start + space.n - 1], float)
-    n = gym.spaces.flatdim(space)
-    return np.full(n, -np.inf), np.full(n, np.inf)
-
-
-def flatten_env_obs(obs: Any, num_envs: int, device: torch.device) -> torch.Tensor:
-    """A batch of env observations as one float32 ``(B, E)`` tensor (Dict keys in space order)."""
-    if isinstance(obs, Mapping):
-        return torch.cat([flatten_env_obs(v, num_envs, device) for v in obs.values()], dim=1)
-    t = obs if torch.is_tensor(obs) else torch.as_tensor(np.asarray(obs))
-    return t.to(device=device, dtype=torch.float32).reshape(num_envs, -1)
-
-
-def _leaves(obs: Any) -> list:
-    """The arrays of a (nested) Dict observation in key order, as :func:`flatten_env_obs` reads them."""
-    if isinstance(obs, Mapping):
-        return [leaf for v in obs.values() for leaf in _leaves(v)]
-    return [obs]
-
-
-def _obs_space_for_key(key: str, obs_space: gym.Space | None) -> gym.Space | None:
-    if obs_space is None:
-        return None
-    if key == "obs":
-        return obs_space if not isinstance(obs_space, gym.spaces.Dict) else None
-    if key.startswith("obs.") and isinstance(obs_space, gym.spaces.Dict):
-        return obs_space.spaces.get(key[4:])
-    return None
+_EPS32 = float(np.finfo(np.float32).eps)
 
 
 def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, np.ndarray]:
@@ -81,14 +47,15 @@ def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, 
         return np.zeros(width), np.ones(width)
     lo, hi = np.full(width, -np.inf), np.full(width, np.inf)
     o = sensor.options
-    if isinstance(o, StateSensorOptions):
-        space = _obs_space_for_key(o.key, obs_space)
-        if isinstance(space, gym.spaces.Box):
-            slo, shi = space.low.astype(np.float64), space.high.astype(np.float64)
-            if o.index is not None:
-                slo, shi = slo[..., list(o.index)], shi[..., list(o.index)]
-            if slo.size == width:
-                lo, hi = slo.ravel(), shi.ravel()
+    space = space_at(o.key, obs_space) if isinstance(o, StateSensorOptions) else None
+    bounds = entry_bounds(space) if space is not None else None
+    if bounds is not None:
+        shape = space.shape if space.shape else (1,)
+        slo, shi = (b.reshape(shape) for b in bounds)
+        if o.index is not None:
+            slo, shi = slo[..., list(o.index)], shi[..., list(o.index)]
+        if slo.size == width:
+            lo, hi = slo.ravel(), shi.ravel()
     if not dtype.is_floating_point:
         info = torch.iinfo(dtype)
         lo, hi = np.maximum(lo, info.min), np.minimum(hi, info.max)
@@ -120,8 +87,13 @@ def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.
             if n_hi > 0 or w_hi > 0 or not (math.isfinite(b_lo) and math.isfinite(b_hi)):
                 lo[i], hi[i] = -np.inf, np.inf
                 continue
-            lo[i] += b_lo - r_hi / 2
-            hi[i] += b_hi + r_hi / 2
+            # the pipeline computes in float32: each add, divide, round and multiply may move the reading
+            # by an ulp of its operands, so widen by a few ulps of the largest of them
+            arithmetic = b_lo != 0 or b_hi != 0 or r_hi > 0
+            slack = 8 * _EPS32 * (max(abs(lo[i]), abs(hi[i])) + max(abs(b_lo), abs(b_hi)) + r_hi)
+            slack = slack if arithmetic else 0.0
+            lo[i] += b_lo - r_hi / 2 - slack
+            hi[i] += b_hi + r_hi / 2 + slack
     if o.padding_type == "zero":
         lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
     return lo, hi
@@ -165,8 +137,10 @@ class ObservationLayout:
             c_hi.append(hi)
             col += lo.size
         self._env_cols = slice(col, col)
+        self._flatten: Flattener | None = None
         if self.include_env_obs:
-            lo, hi = _flat_space_bounds(env_obs_space)
+            self._flatten = Flattener(env_obs_space)
+            lo, hi = flat_bounds(env_obs_space)
             self._env_cols = slice(col, col + lo.size)
             c_lo.append(lo)
             c_hi.append(hi)
@@ -213,8 +187,9 @@ class ObservationLayout:
             else:
                 self._critic_runs.append([st, s.return_slice, cols])
 
-    def pack(self, env_obs_flat: torch.Tensor | None) -> dict[str, torch.Tensor]:
-        """New float32 tensors ``{"policy": (B, P), "critic": (B, C)}`` from the current readings."""
+    def pack(self, env_obs: Any) -> dict[str, torch.Tensor]:
+        """New float32 tensors ``{"policy": (B, P), "critic": (B, C)}`` from the current readings and
+        the env's observation batch ``env_obs`` (flattened into the critic as ``spaces.flatten`` does)."""
         if self._plan is None:
             self._plan = self._make_plan()
         b, device = self.manager.num_envs, self.manager.device
@@ -231,10 +206,8 @@ class ObservationLayout:
         critic = torch.empty(b, self.critic_space.shape[0], dtype=torch.float32, device=device)
         for src, start, width in self._plan[1]:
             critic.narrow(1, start, width).copy_(src)
-        if self.include_env_obs:
-            critic.narrow(1, self._env_cols.start, self._env_cols.stop - self._env_cols.start).copy_(
-                env_obs_flat
-            )
+        if self._flatten is not None:
+            self._flatten(env_obs, critic[:, self._env_cols])
         if self.include_randomization:
             critic[:, self._random_cols] = self.manager.read_randomization()
         return {"policy": policy, "critic": critic}
@@ -259,12 +232,8 @@ class ObservationLayout:
         critic = np.empty((b, self.critic_space.shape[0]), np.float32)
         for src, dst in self._np_plan[1]:
             critic[:, dst] = src
-        if self.include_env_obs:
-            col = self._env_cols.start
-            for part in _leaves(env_obs):
-                flat = np.asarray(part).reshape(b, -1)
-                critic[:, col : col + flat.shape[1]] = flat
-                col += flat.shape[1]
+        if self._flatten is not None:
+            self._flatten(env_obs, critic[:, self._env_cols])
         if self.include_randomization:
             critic[:, self._random_cols] = self.manager.read_randomization().numpy()
         return {"policy": policy, "critic": critic}
@@ -315,6 +284,10 @@ class ObservationLayout:
 
 
 def _box(lows: list[np.ndarray], highs: list[np.ndarray]) -> gym.spaces.Box:
+    """A float32 Box holding every float32 value in the float64 bounds (rounded outward)."""
     lo = np.concatenate(lows) if lows else np.zeros(0)
     hi = np.concatenate(highs) if highs else np.zeros(0)
-    return gym.spaces.Box(lo.astype(np.float32), hi.astype(np.float32), dtype=np.float32)
+    lo32, hi32 = lo.astype(np.float32), hi.astype(np.float32)
+    lo32 = np.where(lo32 > lo, np.nextafter(lo32, np.float32(-np.inf)), lo32)
+    hi32 = np.where(hi32 < hi, np.nextafter(hi32, np.float32(np.inf)), hi32)
+    return gym.spaces.Box(lo32, hi32, dtype=np.float32)

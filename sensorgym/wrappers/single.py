@@ -25,7 +25,7 @@ import torch
 from ..manager import SensorManager
 from ..options import SensorOptions
 from .common import ExtractionPlan, check_sensors, clean_info, infer_dt, needs_extraction, template_state
-from .layout import ObservationLayout, flatten_env_obs
+from .layout import ObservationLayout
 from .state import EXTRACTOR_KEY, build_state
 
 __all__ = ["SingleEnvSensorObservation"]
@@ -35,6 +35,8 @@ def _batch1(value: Any) -> Any:
     """Add a leading env axis of size 1 (recursively for dicts)."""
     if isinstance(value, Mapping):
         return {k: _batch1(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_batch1(v) for v in value)
     if torch.is_tensor(value):
         return value.unsqueeze(0)
     if isinstance(value, (np.ndarray, np.number, int, float, bool)):
@@ -104,10 +106,7 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return build_state(_batch1(obs), _batch1(info))
 
     def _observation(self, obs: Any) -> dict[str, np.ndarray]:
-        env_flat = None
-        if self.layout.include_env_obs:
-            env_flat = flatten_env_obs(_batch1(obs), 1, self.manager.device)
-        return {k: v[0].cpu().numpy() for k, v in self.layout.pack(env_flat).items()}
+        return {k: v[0].cpu().numpy() for k, v in self.layout.pack(_batch1(obs)).items()}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)

@@ -1,6 +1,7 @@
 """From a vector env's ``(obs, info)`` to the state mapping the sensor manager reads.
 
-Keys: ``"obs"`` for a Box observation (``"obs.<key>"`` for each key of a Dict observation), every numeric
+Keys: ``"obs"`` for an array observation (``"obs.<key>"``/``"obs.<index>"`` for each leaf of a Dict or Tuple
+observation, nested as ``"obs.<key>.<key>"``; see :mod:`sensorgym.wrappers.spaces`), every numeric
 info entry under its key (nested dicts as ``"parent.child"``), and the entries a
 :class:`~sensorgym.wrappers.SimStateExtractor` computed inside the sub-envs (``info["sensorgym"]``) under
 their own keys. Values stay what they are (numpy arrays or torch tensors); sensors convert them.
@@ -21,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from .spaces import state_entries
 
 __all__ = ["EXTRACTOR_KEY", "LAYOUT_KEY", "build_state", "is_numeric", "merge_rows", "split_extracted"]
 
@@ -83,11 +86,8 @@ def build_state(obs: Any, info: Mapping | None, layout: Any = None) -> dict[str,
     state: dict[str, Any] = {}
     if info:
         _add_info(state, info, "", layout)
-    if isinstance(obs, Mapping):
-        for key, value in obs.items():
-            state[f"obs.{key}"] = value
-    elif obs is not None:
-        state["obs"] = obs
+    if obs is not None:
+        state.update(state_entries(obs))
     return state
 
 

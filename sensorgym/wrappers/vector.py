@@ -34,16 +34,22 @@ from ..options import SensorOptions
 from ..sensors.state import StateSensorOptions
 from .common import check_sensors, clean_info, infer_dt, template_state
 from .faults import DEAD_PIPE, annotate_env_error, dead_workers, missing_info_rows
-from .layout import ObservationLayout, flatten_env_obs
+from .layout import ObservationLayout
+from .spaces import with_rows
 from .state import LAYOUT_KEY, build_state, merge_rows
 
 __all__ = ["SensorObservation"]
 
 
+def _first_leaf(obs: Any) -> Any:
+    """The first array of a (nested) Dict/Tuple observation, or the observation itself."""
+    while isinstance(obs, (Mapping, tuple)):
+        obs = next(iter(obs.values())) if isinstance(obs, Mapping) else obs[0]
+    return obs
+
+
 def _is_torch(obs: Any) -> bool:
-    if isinstance(obs, Mapping):
-        return any(torch.is_tensor(v) for v in obs.values())
-    return torch.is_tensor(obs)
+    return torch.is_tensor(_first_leaf(obs))
 
 
 def _copy_mask(mask: Any) -> Any:
@@ -247,12 +253,9 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         is_torch = _is_torch(obs)
         if not is_torch and self._numpy_pack:
             return self.layout.pack_numpy(obs)
-        env_flat = None
-        if self.layout.include_env_obs:
-            env_flat = flatten_env_obs(obs, self.num_envs, self.manager.device)
-        packed = self.layout.pack(env_flat)
+        packed = self.layout.pack(obs)
         if is_torch:
-            device = next(iter(obs.values())).device if isinstance(obs, Mapping) else obs.device
+            device = _first_leaf(obs).device
             return {k: v.to(device) for k, v in packed.items()}
         return {k: v.cpu().numpy() for k, v in packed.items()}
 
@@ -284,25 +287,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     @staticmethod
     def _terminal_obs(obs: Any, final_obs: Any, rows: np.ndarray) -> Any:
-        if isinstance(final_obs, np.ndarray) and final_obs.dtype == object:
-            if isinstance(obs, Mapping):
-                out = {k: np.array(v, copy=True) for k, v in obs.items()}
-                for i in np.flatnonzero(rows):
-                    for k in out:
-                        out[k][i] = final_obs[i][k]
-                return out
-            out = np.array(obs, copy=True)
-            for i in np.flatnonzero(rows):
-                out[i] = final_obs[i]
-            return out
-        if isinstance(obs, Mapping):
-            return {k: SensorObservation._terminal_obs(v, final_obs[k], rows) for k, v in obs.items()}
-        if torch.is_tensor(obs):
-            r = torch.as_tensor(rows, device=obs.device).view(-1, *([1] * (obs.dim() - 1)))
-            return torch.where(r, torch.as_tensor(final_obs, device=obs.device), obs)
-        out = np.array(obs, copy=True)
-        out[rows] = np.asarray(final_obs)[rows]
-        return out
+        return with_rows(obs, final_obs, rows)
 
     # -- persistence -----------------------------------------------------------------------------------
     def state_dict(self, include_envs: bool = False) -> dict[str, Any]:
