@@ -27,6 +27,7 @@ from .ring import Clock
 from .rng import BatchRandom, PerEnvRandom, RandomSource
 from .sensor import Sensor, _overrides, normalize_format, reads_timeline
 from .storage import ClassStorage, DtypeGroup
+from .values import as_int, as_real
 
 if TYPE_CHECKING:
     from .accel import CapturedStep
@@ -78,15 +79,16 @@ class SensorManager:
         per_env_rng: bool = False,
         compile: bool = False,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        n, step = as_int(num_envs), as_real(dt)
+        if n is None or n < 1:
             raise ValueError(f"SensorManager(num_envs={num_envs!r}): num_envs must be an int >= 1.")
-        if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or dt <= 0:
+        if step is None or not math.isfinite(step) or step <= 0:
             raise ValueError(
                 f"SensorManager(dt={dt!r}): dt is the control step in seconds and must be > 0. "
                 "Fix: pass e.g. dt=0.02 (50 Hz)."
             )
-        self.num_envs = int(num_envs)
-        self.dt = float(dt)
+        self.num_envs = n
+        self.dt = step
         self.compile = bool(compile)
         self.device = torch.device(device)
         self.random: RandomSource = (
@@ -391,7 +393,8 @@ class SensorManager:
         st: ClassStorage = sensor._storage
         n_max = sensor.options.history_length
         n = n_max if history_length is None else history_length
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        n = as_int(n)
+        if n is None or n < 0:
             raise ValueError(f"read(history_length={history_length!r}): expected an int >= 0.")
         if n > n_max:
             raise ValueError(

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .randomization import Distribution
+from .values import as_int, as_real
 
 __all__ = ["ComponentValue", "SensorOptions", "SimpleSensorOptions", "TimeValue", "option_error"]
 
@@ -50,7 +51,7 @@ def bounds_of(value: float | Distribution) -> tuple[float, float]:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+    return as_real(v) is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +120,8 @@ class SensorOptions:
                 f"{type(self).__name__}.{name}={value!r} is invalid: expected seconds as a float or a "
                 f"Distribution. Fix: pass e.g. {name}=0.02 or {name}=sg.Uniform(0.0, 0.04)."
             )
-        if not math.isfinite(float(value)) or float(value) < 0:
+        value = as_real(value)
+        if not math.isfinite(value) or value < 0:
             raise self._err(
                 name, value, f"{name} must be a finite number of seconds >= 0", f"use {name}=0.0 for none"
             )
@@ -139,7 +141,7 @@ class SensorOptions:
                 f"lower jitter to at most {d_hi:g} or raise delay",
             )
         h = self.history_length
-        if isinstance(h, bool) or not isinstance(h, (int, np.integer)):
+        if as_int(h) is None:
             raise TypeError(
                 f"{type(self).__name__}.history_length={h!r} is invalid: expected an int. "
                 "Fix: pass history_length=0 (no history) or a positive number of reads."
@@ -148,7 +150,7 @@ class SensorOptions:
             raise self._err(
                 "history_length", h, "it must be >= 0", "use 0 for no history or N > 0 for the last N reads"
             )
-        object.__setattr__(self, "history_length", int(h))
+        object.__setattr__(self, "history_length", as_int(h))
         if self.padding_type not in PADDING_TYPES:
             raise self._err(
                 "padding_type",
@@ -164,7 +166,7 @@ class SensorOptions:
                 'use nan_policy="propagate", "raise" or "hold"',
             )
         if self.max_delay is not None:
-            if not _is_number(self.max_delay) or not math.isfinite(self.max_delay):
+            if not _is_number(self.max_delay) or not math.isfinite(as_real(self.max_delay)):
                 raise self._err(
                     "max_delay",
                     self.max_delay,
@@ -178,7 +180,7 @@ class SensorOptions:
                     f"it is below delay + jitter ({d_hi + j_hi:g}) that the options already reach",
                     f"use max_delay >= {d_hi + j_hi:g} or leave it None",
                 )
-            object.__setattr__(self, "max_delay", float(self.max_delay))
+            object.__setattr__(self, "max_delay", as_real(self.max_delay))
 
     # -- helpers used by the manager -------------------------------------------------------------------
     def randomized_fields(self) -> tuple[str, ...]:

@@ -20,13 +20,16 @@ from dataclasses import dataclass
 
 import torch
 
+from .values import as_real
+
 __all__ = ["Choice", "Distribution", "LogUniform", "Normal", "Uniform"]
 
 
 def _finite(name: str, value: float, cls: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    number = as_real(value)
+    if number is None or not math.isfinite(number):
         raise ValueError(f"{cls}({name}={value!r}): {name} must be a finite number.")
-    return float(value)
+    return number
 
 
 class Distribution(ABC):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import sensorgym as sg
 
@@ -93,3 +94,43 @@ def test_state_sensor_options_rejected():
     with pytest.raises(ValueError, match=r"index=\[\].*Fix"):
         sg.StateSensorOptions(key="x", index=[])
     assert sg.StateSensorOptions(key="x", shape=3, index=2).shape == (3,)
+
+
+@pytest.mark.parametrize(
+    "number",
+    [np.float32(0.02), np.float64(0.02), np.array(0.02), np.array(0.02, np.float32), torch.tensor(0.02)],
+    ids=["np.float32", "np.float64", "0-d array", "0-d float32 array", "0-d tensor"],
+)
+def test_any_real_number_type_is_accepted(number) -> None:
+    """Regression (issue 11.10): ``dt=np.float32(0.02)`` was rejected as "must be > 0"; every place a number
+    is accepted takes numpy scalars, 0-d arrays and 0-d tensors."""
+    import gymnasium as gym
+
+    from sensorgym.wrappers import SensorObservation
+
+    mgr = sg.SensorManager(num_envs=np.int64(2), dt=number, seed=0)
+    assert mgr.dt == pytest.approx(0.02) and mgr.num_envs == 2
+    opts = sg.StateSensorOptions(
+        key="x",
+        shape=(1,),
+        delay=number,
+        jitter=number,
+        noise=number,
+        resolution=[number],
+        history_length=np.int64(2),
+        max_delay=np.float32(0.1),
+    )
+    assert isinstance(opts.delay, float) and isinstance(opts.history_length, int)
+    assert sg.Uniform(np.float32(0.0), number).high == pytest.approx(0.02)
+    s = mgr.add_sensor(opts)
+    mgr.reset({"x": torch.zeros(2, 1)})
+    assert s.read(history_length=np.int64(1)).shape == (2, 1, 1)
+    envs = gym.make_vec("Pendulum-v1", num_envs=2, vectorization_mode="sync")
+    wrapped = SensorObservation(envs, {"a": sg.StateSensorOptions(key="obs")}, dt=number)
+    assert wrapped.dt == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize("bad", [True, "0.02", np.array([0.02]), None])
+def test_non_numbers_are_still_refused(bad) -> None:
+    with pytest.raises((TypeError, ValueError), match="dt"):
+        sg.SensorManager(num_envs=1, dt=bad)

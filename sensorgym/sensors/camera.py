@@ -47,6 +47,7 @@ import torch
 from ..options import SensorOptions, option_error
 from ..randomization import Distribution
 from ..sensor import Sensor
+from ..values import as_int, as_real
 from .mujoco_base import MujocoSensor, mj_handles, name_to_id, state_key
 
 __all__ = ["CameraOptions", "DepthCameraOptions", "DepthCameraSensor", "RGBCameraSensor"]
@@ -84,9 +85,9 @@ if hasattr(os, "register_at_fork"):
 
 
 def _number(owner: str, name: str, value: Any, why: str, fix: str, ok: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if as_real(value) is None:
         raise option_error(owner, name, value, why, fix)
-    value = float(value)
+    value = as_real(value)
     if not (math.isfinite(value) and ok(value)):
         raise option_error(owner, name, value, why, fix)
     return value
@@ -125,9 +126,9 @@ class CameraOptions(SensorOptions):
         owner = type(self).__name__
         for name in ("width", "height"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            if as_int(v) is None or v < 1:
                 raise option_error(owner, name, v, "expected a number of pixels >= 1", f"pass e.g. {name}=64")
-            object.__setattr__(self, name, int(v))
+            object.__setattr__(self, name, as_int(v))
         if self.camera is not None and (not isinstance(self.camera, str) or not self.camera):
             raise option_error(
                 owner,

@@ -48,6 +48,7 @@ import numpy as np
 import torch
 
 from ..options import option_error
+from ..values import as_int, as_real
 from .imu import euler_to_matrix
 from .mujoco_base import MujocoSensor, MujocoSensorOptions, name_to_id
 
@@ -89,9 +90,9 @@ def _finite_vector(owner: str, name: str, value: Any, n: int) -> tuple[float, ..
 
 
 def _positive_int(owner: str, name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if as_int(value) is None or value < 1:
         raise option_error(owner, name, value, "expected an int >= 1", f"pass e.g. {name}=16")
-    return int(value)
+    return as_int(value)
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class GridPattern:
             raise option_error("GridPattern", "size", self.size, "sizes must be >= 0", "pass size=(1.0, 1.0)")
         object.__setattr__(self, "size", size)
         r = self.resolution
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0:
+        if as_real(r) is None or not math.isfinite(as_real(r)) or r <= 0:
             raise option_error(
                 "GridPattern",
                 "resolution",
@@ -179,7 +180,7 @@ class SphericalPattern:
         )
         for name, hi in (("fov_horizontal", 360.0), ("fov_vertical", 180.0)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= hi:
+            if as_real(v) is None or not 0 <= as_real(v) <= hi:
                 raise option_error(
                     "SphericalPattern",
                     name,
@@ -266,7 +267,7 @@ class RaycasterOptions(MujocoSensorOptions):
             )
         lo, hi = self.min_range, self.max_range
         for name, v in (("min_range", lo), ("max_range", hi)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            if as_real(v) is None or not math.isfinite(as_real(v)) or v < 0:
                 raise option_error(
                     owner, name, v, "expected a finite distance >= 0 in metres", f"pass e.g. {name}=10.0"
                 )
@@ -277,7 +278,7 @@ class RaycasterOptions(MujocoSensorOptions):
         object.__setattr__(self, "min_range", float(lo))
         object.__setattr__(self, "max_range", float(hi))
         v = self.no_hit_value
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+        if v is not None and (as_real(v) is None or not math.isfinite(as_real(v))):
             raise option_error(
                 owner,
                 "no_hit_value",

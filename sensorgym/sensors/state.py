@@ -25,6 +25,7 @@ import torch
 
 from ..options import SimpleSensorOptions
 from ..sensor import SimpleSensor
+from ..values import as_int
 
 __all__ = ["StateSensor", "StateSensorOptions"]
 
@@ -57,7 +58,7 @@ class StateSensorOptions(SimpleSensorOptions):
             )
         if self.shape is not None:
             shape = tuple(self.shape) if isinstance(self.shape, Sequence) else (self.shape,)
-            if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0 for d in shape):
+            if not all(as_int(d) is not None and d > 0 for d in shape):
                 raise ValueError(
                     f"StateSensorOptions.shape={self.shape!r} is invalid: dimensions must "
                     "be positive ints. Fix: pass e.g. shape=(3,) or leave it None to infer."
@@ -65,7 +66,7 @@ class StateSensorOptions(SimpleSensorOptions):
             object.__setattr__(self, "shape", tuple(int(d) for d in shape))
         if self.index is not None:
             idx = tuple(self.index) if isinstance(self.index, Sequence) else (self.index,)
-            if not idx or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in idx):
+            if not idx or not all(as_int(i) is not None for i in idx):
                 raise ValueError(
                     f"StateSensorOptions.index={self.index!r} is invalid: expected a "
                     "non-empty list of ints. Fix: pass e.g. index=[0, 1]."

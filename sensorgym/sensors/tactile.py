@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from ..options import option_error
+from ..values import as_int, as_real
 from .geometry import nearest_surface, tree_geoms
 from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, name_to_id
 
@@ -112,7 +113,7 @@ class ProximityOptions(_BodyGeometryOptions):
 
     def _validate(self) -> None:
         object.__setattr__(self, "probes", _points(self.probes, "ProximityOptions", "probes"))
-        if not (isinstance(self.max_range, (int, float)) and self.max_range > 0):
+        if not (as_real(self.max_range) is not None and self.max_range > 0):
             raise option_error(
                 "ProximityOptions", "max_range", self.max_range, "it must be > 0", "pass max_range=0.1"
             )
@@ -159,7 +160,7 @@ class KinematicContactProbeOptions(_BodyGeometryOptions):
         object.__setattr__(self, "probes", _points(self.probes, "KinematicContactProbeOptions", "probes"))
         for name in ("radius", "stiffness", "damping"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and v >= 0):
+            if not (as_real(v) is not None and v >= 0):
                 raise option_error(
                     "KinematicContactProbeOptions",
                     name,
@@ -236,10 +237,10 @@ class ElastomerDisplacementOptions(_BodyGeometryOptions):
             )
         object.__setattr__(self, "size", tuple(float(x) for x in self.size))
         grid = tuple(self.grid)
-        if len(grid) != 2 or not all(isinstance(g, (int, np.integer)) and g >= 1 for g in grid):
+        if len(grid) != 2 or not all(as_int(g) is not None and g >= 1 for g in grid):
             raise option_error(owner, "grid", self.grid, "expected two taxel counts >= 1", "pass grid=(8, 8)")
         object.__setattr__(self, "grid", (int(grid[0]), int(grid[1])))
-        if not (isinstance(self.spread, (int, float)) and self.spread >= 0):
+        if not (as_real(self.spread) is not None and self.spread >= 0):
             raise option_error(owner, "spread", self.spread, "it must be >= 0", "pass spread=0.0 for none")
         super()._validate()
 

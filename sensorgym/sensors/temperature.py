@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from ..options import option_error
+from ..values import as_real
 from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, mj_handles, name_to_id, state_key
 
 __all__ = ["TemperatureGridOptions", "TemperatureGridSensor", "body_box", "extent_key"]
@@ -67,11 +68,8 @@ def extent_key(options: Any) -> str:
 
 
 def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float, np.integer, np.floating))
-        and not isinstance(value, bool)
-        and (math.isfinite(float(value)))
-    )
+    number = as_real(value)
+    return number is not None and math.isfinite(number)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ import numpy as np
 from ..options import SensorOptions
 from ..sensor import Sensor
 from ..sensors.state import StateSensorOptions
+from ..values import as_real
 from .spaces import template_entries
 from .state import EXTRACTOR_KEY, LAYOUT_KEY
 
@@ -51,9 +52,10 @@ def check_sensors(
 def infer_dt(env: Any, dt: float | None) -> float:
     """The control step: given, or ``dt`` of the (sub-)envs, or ``metadata["dt"]``."""
     if dt is not None:
-        if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or dt <= 0:
+        step = as_real(dt)
+        if step is None or not math.isfinite(step) or step <= 0:
             raise ValueError(f"dt={dt!r}: the control step in seconds must be > 0. Fix: pass e.g. dt=0.05.")
-        return float(dt)
+        return step
     candidates = []
     base = getattr(env, "unwrapped", env)
     probes = [lambda: base.dt]
@@ -68,8 +70,8 @@ def infer_dt(env: Any, dt: float | None) -> float:
     if not candidates and "dt" in meta:
         candidates.append(meta["dt"])
     for c in candidates:
-        if isinstance(c, (int, float, np.floating)) and c > 0:
-            return float(c)
+        if (step := as_real(c)) is not None and math.isfinite(step) and step > 0:
+            return step
     raise ValueError(
         "dt: cannot infer the control step from the env (no `dt` attribute on the env or its sub-envs, "
         "no metadata['dt']). Fix: pass dt=<seconds per step>, e.g. dt=0.05."
