@@ -4,7 +4,12 @@
   (e.g. a :class:`~sensorgym.wrappers.SensorObservation`) into an SB3 ``VecEnv``. Terminal observations
   carry the whole Dict, ``"critic"`` included, so PPO bootstraps truncated episodes through the critic.
 * :class:`AsymmetricActorCriticPolicy`: the actor reads only the ``"policy"`` key(s), the critic reads
-  ``"policy"`` + ``"critic"``. Works with PPO and A2C, save/load, and ``VecNormalize(norm_obs_keys=...)``.
+  ``critic_input`` (default ``"policy"`` + ``"critic"``). Works with PPO and A2C, save/load, and
+  ``VecNormalize(norm_obs_keys=...)``.
+* :class:`AsymmetricSACPolicy` and :class:`AsymmetricTD3Policy`: the same split for SAC and TD3: the actor
+  (and its target) read ``"policy"``, the Q-networks (and their targets) read ``critic_input``; the
+  replay buffer stores the whole Dict, so time-limit bootstrapping uses the terminal critic observation.
+  (``SAC("MultiInputPolicy")`` would let the actor read ``"critic"``.)
 
 Example:
     >>> import gymnasium as gym, sensorgym as sg
@@ -20,27 +25,58 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, create_mlp
 from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.sac.policies import SACPolicy
+from stable_baselines3.td3.policies import TD3Policy
 from torch import nn
 
 __all__ = [
+    "DEFAULT_CRITIC_INPUT",
     "AsymmetricActorCriticPolicy",
+    "AsymmetricSACPolicy",
+    "AsymmetricTD3Policy",
     "KeysExtractor",
     "SB3VecEnv",
     "SensorCheckpointCallback",
     "unbatch_info",
 ]
+
+
+#: what the critic reads by default (the same default as the rsl_rl, skrl and rl_games adapters)
+DEFAULT_CRITIC_INPUT: tuple[str, ...] = ("policy", "critic")
+
+
+def _critic_keys(
+    critic_input: str | Sequence[str] | None, critic_keys: Sequence[str] | None
+) -> tuple[str, ...]:
+    """``critic_input`` (``"critic"``, ``"policy+critic"`` or a key sequence), or its older name
+    ``critic_keys``."""
+    if critic_keys is not None:
+        if critic_input is not None and tuple(critic_keys) != _critic_keys(critic_input, None):
+            raise ValueError(
+                f"critic_input={critic_input!r} and critic_keys={critic_keys!r} disagree. Fix: pass only "
+                "critic_input (critic_keys is its older name)."
+            )
+        return tuple(critic_keys)
+    if critic_input is None:
+        return DEFAULT_CRITIC_INPUT
+    keys = tuple(critic_input.split("+")) if isinstance(critic_input, str) else tuple(critic_input)
+    if not keys or len(set(keys)) != len(keys):
+        raise ValueError(f"critic_input={critic_input!r}: expected distinct observation keys.")
+    return keys
 
 
 def _to_numpy(x: Any) -> Any:
@@ -168,7 +204,38 @@ class SB3VecEnv(VecEnv):
         return [results[i] for i in self._get_indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        return [False for _ in self._get_indices(indices)]
+        """Whether the sub-envs are wrapped with ``wrapper_class`` (a ``gym.Wrapper``), or the vector env
+        with it (a ``VectorWrapper`` between this adapter and the base vector env).
+
+        Sync sub-envs are inspected directly; Async sub-envs by the class names of their wrapper chain
+        (``str(env)`` in the worker, compared with ``wrapper_class`` and its subclasses); a natively batched
+        env has no sub-envs, so no ``gym.Wrapper`` wraps them."""
+        idx = list(self._get_indices(indices))
+        if isinstance(wrapper_class, type) and issubclass(wrapper_class, VectorWrapper):
+            node, found = self.venv, False
+            while isinstance(node, VectorWrapper):
+                found = found or isinstance(node, wrapper_class)
+                node = node.env
+            return [found for _ in idx]
+        base = self._sub_envs()
+        envs = getattr(base, "envs", None)
+        if envs is not None:
+            return [is_wrapped(envs[i], wrapper_class) for i in idx]
+        if hasattr(base, "call") and hasattr(base, "processes"):  # Async: ask the workers
+            names = {c.__name__ for c in _subclasses(wrapper_class)}
+            chains = [set(re.findall(r"<(\w+)", str(text))) for text in base.call("__str__")]
+            return [bool(chains[i] & names) for i in idx]
+        return [False for _ in idx]
+
+
+def _subclasses(cls: type) -> list[type]:
+    out, todo = [cls], [cls]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in out:
+                out.append(sub)
+                todo.append(sub)
+    return out
 
 
 # -- asymmetric actor-critic ---------------------------------------------------------------------------
@@ -219,11 +286,13 @@ class _TwoInputMlp(nn.Module):
 
 
 class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
-    """Actor-critic policy whose actor sees ``actor_keys`` and whose critic sees ``critic_keys``.
+    """Actor-critic policy (PPO, A2C) whose actor sees ``actor_keys`` and whose critic sees ``critic_input``.
 
     Args:
         actor_keys: observation keys the actor reads (default ``("policy",)``).
-        critic_keys: observation keys the critic reads (default ``("policy", "critic")``).
+        critic_input: observation keys the critic reads: ``("policy", "critic")`` (default), ``("critic",)``
+            or any keys of the Dict (``"policy+critic"``-style strings are accepted).
+        critic_keys: the older name of ``critic_input``.
         Other arguments are those of SB3's ``MultiInputActorCriticPolicy`` (``net_arch`` may be a list or
         ``dict(pi=[...], vf=[...])``); the features extractor is never shared.
 
@@ -237,17 +306,23 @@ class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
         lr_schedule: Any,
         *args: Any,
         actor_keys: Sequence[str] = ("policy",),
-        critic_keys: Sequence[str] = ("policy", "critic"),
+        critic_input: str | Sequence[str] | None = None,
+        critic_keys: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        self.actor_keys, self.critic_keys = tuple(actor_keys), tuple(critic_keys)
+        self.actor_keys, self.critic_input = tuple(actor_keys), _critic_keys(critic_input, critic_keys)
         kwargs["share_features_extractor"] = False
         super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    @property
+    def critic_keys(self) -> tuple[str, ...]:
+        """The older name of :attr:`critic_input`."""
+        return self.critic_input
 
     def _build_mlp_extractor(self) -> None:
         # Runs first in _build(), before orthogonal init and the optimizer: both then see these modules.
         self.pi_features_extractor = KeysExtractor(self.observation_space, self.actor_keys)
-        self.vf_features_extractor = KeysExtractor(self.observation_space, self.critic_keys)
+        self.vf_features_extractor = KeysExtractor(self.observation_space, self.critic_input)
         self.features_extractor = self.pi_features_extractor
         arch = self.net_arch if isinstance(self.net_arch, dict) else dict(pi=self.net_arch, vf=self.net_arch)
         self.mlp_extractor = _TwoInputMlp(
@@ -260,7 +335,106 @@ class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(actor_keys=self.actor_keys, critic_keys=self.critic_keys)
+        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
+        return data
+
+
+class AsymmetricSACPolicy(SACPolicy):
+    """SAC policy whose actor reads ``actor_keys`` and whose Q-networks read ``critic_input``.
+
+    The actor and the critics (and the critic targets) each own a :class:`KeysExtractor` (nothing is
+    shared). SAC's replay buffer is a ``DictReplayBuffer`` that stores every key, and ``SB3VecEnv``'s
+    terminal observations carry ``"critic"``, so a time-out's target Q reads the terminal critic input.
+
+    Args:
+        actor_keys: observation keys the actor reads (default ``("policy",)``).
+        critic_input: observation keys the Q-networks read (default ``("policy", "critic")``).
+        critic_keys: the older name of ``critic_input``.
+        Other arguments are those of SB3's ``SACPolicy`` (``share_features_extractor`` is always False).
+
+    Example:
+        >>> import sensorgym as sg
+        >>> from stable_baselines3 import SAC
+        >>> from sensorgym.wrappers import make_sensor_vec
+        >>> from sensorgym.wrappers.sb3 import AsymmetricSACPolicy, SB3VecEnv
+        >>> env = SB3VecEnv(make_sensor_vec("Pendulum-v1", 2, {
+        ...     "angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.02, delay=0.05)},
+        ...     autoreset_mode="SameStep", seed=0))
+        >>> model = SAC(AsymmetricSACPolicy, env, learning_starts=16, batch_size=16, seed=0)
+        >>> _ = model.learn(32)
+        >>> model.actor.features_dim, model.critic.features_extractor.features_dim
+        (2, 7)
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.spaces.Dict,
+        action_space: gym.spaces.Space,
+        lr_schedule: Any,
+        *args: Any,
+        actor_keys: Sequence[str] = ("policy",),
+        critic_input: str | Sequence[str] | None = None,
+        critic_keys: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.actor_keys, self.critic_input = tuple(actor_keys), _critic_keys(critic_input, critic_keys)
+        kwargs["share_features_extractor"] = False
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
+        return super().make_actor(KeysExtractor(self.observation_space, self.actor_keys))
+
+    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
+        return super().make_critic(KeysExtractor(self.observation_space, self.critic_input))
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
+        return data
+
+
+class AsymmetricTD3Policy(TD3Policy):
+    """TD3 policy whose actor (and its target) reads ``actor_keys`` and whose Q-networks read
+    ``critic_input``; see :class:`AsymmetricSACPolicy` (same arguments, ``TD3Policy``'s otherwise).
+
+    Example:
+        >>> import sensorgym as sg
+        >>> from stable_baselines3 import TD3
+        >>> from sensorgym.wrappers import make_sensor_vec
+        >>> from sensorgym.wrappers.sb3 import AsymmetricTD3Policy, SB3VecEnv
+        >>> env = SB3VecEnv(make_sensor_vec("Pendulum-v1", 2, {
+        ...     "angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.02)},
+        ...     autoreset_mode="SameStep", seed=0))
+        >>> model = TD3(AsymmetricTD3Policy, env, learning_starts=16, batch_size=16, seed=0)
+        >>> _ = model.learn(32)
+        >>> model.actor.features_extractor.features_dim, model.critic.features_extractor.features_dim
+        (2, 7)
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.spaces.Dict,
+        action_space: gym.spaces.Space,
+        lr_schedule: Any,
+        *args: Any,
+        actor_keys: Sequence[str] = ("policy",),
+        critic_input: str | Sequence[str] | None = None,
+        critic_keys: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.actor_keys, self.critic_input = tuple(actor_keys), _critic_keys(critic_input, critic_keys)
+        kwargs["share_features_extractor"] = False
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
+        return super().make_actor(KeysExtractor(self.observation_space, self.actor_keys))
+
+    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
+        return super().make_critic(KeysExtractor(self.observation_space, self.critic_input))
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
         return data
 
 
