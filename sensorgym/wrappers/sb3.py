@@ -51,6 +51,8 @@ __all__ = [
     "KeysExtractor",
     "SB3VecEnv",
     "SensorCheckpointCallback",
+    "from_plain",
+    "to_plain",
     "unbatch_info",
 ]
 
@@ -438,6 +440,61 @@ class AsymmetricTD3Policy(TD3Policy):
         return data
 
 
+# -- checkpoint state as plain data (loadable with torch.load(weights_only=True)) -----------------------
+_ND = "__ndarray__"
+
+
+def to_plain(x: Any) -> Any:
+    """``x`` with numpy arrays and scalars replaced by plain data (bytes + dtype + shape), so that
+    ``torch.load(..., weights_only=True)`` restores it without unpickling any code; tensors, numbers,
+    strings, bytes, ``None`` and dicts/lists/tuples of them are kept. :func:`from_plain` inverts it.
+
+    Example:
+        >>> import io, numpy as np, torch
+        >>> state = {"rng": np.random.get_state(), "mask": np.array([True, False]), "n": np.int64(3)}
+        >>> buf = io.BytesIO(); torch.save(to_plain(state), buf); _ = buf.seek(0)
+        >>> back = from_plain(torch.load(buf, weights_only=True))
+        >>> bool(np.array_equal(back["rng"][1], state["rng"][1])), back["mask"].dtype, type(back["n"])
+        (True, dtype('bool'), <class 'numpy.int64'>)
+    """
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = np.asarray(x)
+        if arr.dtype.hasobject:
+            raise TypeError(f"cannot store an object array (dtype {arr.dtype}) as plain checkpoint data.")
+        return {
+            _ND: np.ascontiguousarray(arr).tobytes(),
+            "dtype": arr.dtype.str,
+            "shape": list(arr.shape),
+            "scalar": isinstance(x, np.generic),
+        }
+    if isinstance(x, Mapping):
+        return {k: to_plain(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(to_plain(v) for v in x)
+    if isinstance(x, list):
+        return [to_plain(v) for v in x]
+    if x is None or torch.is_tensor(x) or isinstance(x, (bool, int, float, str, bytes)):
+        return x
+    raise TypeError(
+        f"cannot store a {type(x).__name__} as plain checkpoint data (tensors, numpy arrays, numbers, "
+        "strings, bytes and containers of them only)."
+    )
+
+
+def from_plain(x: Any) -> Any:
+    """The inverse of :func:`to_plain`."""
+    if isinstance(x, Mapping):
+        if _ND in x:
+            arr = np.frombuffer(x[_ND], dtype=np.dtype(x["dtype"])).reshape(x["shape"]).copy()
+            return arr[()] if x.get("scalar") else arr
+        return {k: from_plain(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(from_plain(v) for v in x)
+    if isinstance(x, list):
+        return [from_plain(v) for v in x]
+    return x
+
+
 class SensorCheckpointCallback(BaseCallback):
     """Save a resumable checkpoint beside the model every ``save_freq`` timesteps and at the end.
 
@@ -446,7 +503,9 @@ class SensorCheckpointCallback(BaseCallback):
     torch/numpy/Python random states. It is written at the start of a rollout (after the previous
     update), the one point where resuming gives exactly the run that was interrupted:
     :func:`sensorgym.training.load_checkpoint` onto a freshly built env, then
-    ``model.learn(remaining, reset_num_timesteps=False)``.
+    ``model.learn(remaining, reset_num_timesteps=False)``. ``sensors.pt`` and ``state.pt`` hold only
+    tensors and plain data (loaded with ``weights_only=True``); ``model.zip``, ``vecnormalize.pkl``,
+    ``replay_buffer.pkl`` and ``envs.pkl`` are pickle-based: only load checkpoints you trust.
 
     Example:
         >>> import gymnasium as gym, sensorgym as sg, tempfile
@@ -461,7 +520,7 @@ class SensorCheckpointCallback(BaseCallback):
         >>> folder = tempfile.mkdtemp()
         >>> _ = model.learn(128, callback=SensorCheckpointCallback(folder, save_freq=64))
         >>> from pathlib import Path; sorted(p.name for p in Path(folder).iterdir())
-        ['model.zip', 'sensors.pt', 'state.pt']
+        ['envs.pkl', 'model.zip', 'sensors.pt', 'state.pt']
     """
 
     def __init__(self, save_path: str, save_freq: int, verbose: int = 0) -> None:
