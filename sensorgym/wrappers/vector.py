@@ -65,6 +65,24 @@ def _like(mask: Any, ref: Any) -> Any:
     return mask.detach().cpu().numpy().astype(bool) if torch.is_tensor(mask) else np.asarray(mask, bool)
 
 
+def _host_mask(mask: Any) -> np.ndarray:
+    """A numpy bool copy of a mask that may be a torch tensor on any device (moved to the host first)."""
+    if torch.is_tensor(mask):
+        return mask.detach().to("cpu").numpy().astype(bool)
+    return np.array(mask, dtype=bool, copy=True)
+
+
+def _batched_final_obs(info: Mapping) -> bool:
+    """Whether ``info["final_obs"]`` is a natively batched env's batched observation (not Gymnasium's
+    object array of per-env observations)."""
+    final = info.get("final_obs")
+    return final is not None and not (isinstance(final, np.ndarray) and final.dtype == object)
+
+
+def _copy_obs(obs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v.clone() if torch.is_tensor(v) else np.array(v, copy=True) for k, v in obs.items()}
+
+
 class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
     """Observe a vector env through sensors: ``{"policy": measured, "critic": GT + env obs}``.
 
@@ -217,6 +235,12 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
                 info = self._same_step_boundary(obs, info, state, done)
             else:
                 self.manager.step(state)
+                if _batched_final_obs(info):
+                    # a batched env's final_obs on a step where nothing finished: the sensor Dict too (one
+                    # type on every step; its rows are the observation, as on boundary steps)
+                    observation = self._observation(obs)
+                    info = {**info, "final_obs": _copy_obs(observation)}
+                    return observation, rewards, terminations, truncations, clean_info(info)
         else:
             self.manager.step(state)
         return self._observation(obs), rewards, terminations, truncations, clean_info(info)
@@ -262,9 +286,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
     def _same_step_boundary(self, obs: Any, info: dict, state: dict, done: np.ndarray) -> dict:
         """SAME_STEP: feed the terminal reading, export it as ``final_obs``, restart with the reset obs."""
         final_obs = info.get("final_obs")
-        has_final = np.asarray(info.get("_final_obs", done), dtype=bool)
-        if torch.is_tensor(has_final):
-            has_final = has_final.cpu().numpy()
+        has_final = _host_mask(info.get("_final_obs", done))  # a device tensor never reaches numpy
         terminal_obs = self._terminal_obs(obs, final_obs, has_final)
         terminal_state = build_state(terminal_obs, info, self._layout)
         final_info = info.get("final_info")
