@@ -1,0 +1,138 @@
+"""skrl's own entry point, ``SequentialTrainer.train``, with sensorgym's ``SensorPPO`` on a sensor env: the
+policy reads only ``"policy"``, the value model the configured critic input (skrl's ``states``), and the
+value target skrl stores for a truncated step is ``r + γ·V(terminal state)``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+pytest.importorskip("skrl")
+from skrl.envs.wrappers.torch import wrap_env as skrl_wrap_env
+from skrl.memories.torch import RandomMemory
+from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
+from skrl.trainers.torch import SequentialTrainer
+
+from sensorgym.wrappers.skrl import TERMINAL_STATES_KEY, SensorPPO, SkrlWrapper, wrap_env
+
+from .common import CRITIC_DIM, CRITIC_INPUTS, POLICY_DIM, InputRecorder, N, critic_view, sensor_env
+
+STEPS = 16
+GAMMA = 0.9
+
+
+def _models(env):
+    class Policy(GaussianMixin, Model):
+        def __init__(self):
+            Model.__init__(
+                self,
+                observation_space=env.observation_space,
+                action_space=env.action_space,
+                device=env.device,
+            )
+            GaussianMixin.__init__(self)
+            self.net = nn.Sequential(nn.Linear(self.num_observations, 16), nn.Tanh(), nn.Linear(16, 1))
+            self.log_std = nn.Parameter(torch.zeros(1))
+
+        def compute(self, inputs, role=""):
+            return self.net(inputs["observations"]), {"log_std": self.log_std}
+
+    class Value(DeterministicMixin, Model):
+        def __init__(self):
+            Model.__init__(
+                self,
+                observation_space=env.observation_space,
+                state_space=env.state_space,
+                action_space=env.action_space,
+                device=env.device,
+            )
+            DeterministicMixin.__init__(self)
+            self.net = nn.Sequential(nn.Linear(self.num_states, 16), nn.Tanh(), nn.Linear(16, 1))
+
+        def compute(self, inputs, role=""):
+            return self.net(inputs["states"]), {}
+
+    return {"policy": Policy(), "value": Value()}
+
+
+def _agent(env, models):
+    return SensorPPO(
+        models=models,
+        memory=RandomMemory(memory_size=STEPS, num_envs=N, device="cpu"),
+        observation_space=env.observation_space,
+        state_space=env.state_space,
+        action_space=env.action_space,
+        device="cpu",
+        cfg={"rollouts": STEPS, "learning_epochs": 1, "mini_batches": 2, "discount_factor": GAMMA},
+    )
+
+
+def _trainer(env, agent):
+    cfg = {
+        "timesteps": STEPS,
+        "headless": True,
+        "disable_progressbar": True,
+        "close_environment_at_exit": False,
+    }
+    return SequentialTrainer(env=env, agents=agent, cfg=cfg)
+
+
+@pytest.mark.parametrize("critic_input", CRITIC_INPUTS)
+def test_sequential_trainer_inputs_and_terminal_value_target(critic_input):
+    env = SkrlWrapper(sensor_env(), critic_input=critic_input)
+    width = (POLICY_DIM if "policy" in critic_input else 0) + CRITIC_DIM
+    assert env.observation_space.shape == (POLICY_DIM,) and env.state_space.shape == (width,)
+    models = _models(env)
+    agent = _agent(env, models)
+    actor_in = InputRecorder(models["policy"].net[0])
+    critic_in = InputRecorder(models["value"].net[0])
+    critic_out = InputRecorder(models["value"].net)
+    steps, step = [], env.step
+
+    def recording_step(actions):
+        out = step(actions)  # skrl adds the bootstrap to the reward tensor in place: record a copy
+        steps.append(((out[0].clone(), out[1].clone(), *out[2:]), env.state().clone()))
+        return out
+
+    env.step = recording_step
+    _trainer(env, agent).train()
+
+    policy_obs = [None] + [s[0][0] for s in steps]
+    states = [None] + [s[1] for s in steps]
+    assert all(x.shape[-1] == POLICY_DIM for x in actor_in.inputs)
+    assert all(x.shape[-1] == width for x in critic_in.inputs)
+    for t in range(1, STEPS):  # the rollout's actor and critic inputs are the env's, in order
+        assert torch.equal(actor_in.inputs[t], policy_obs[t])
+        assert critic_in.find(states[t]) is not None
+
+    rewards_stored = agent.memory.get_tensor_by_name("rewards")[:, :, 0]
+    returns = agent.memory.get_tensor_by_name("returns")[:, :, 0]
+    checked = 0
+    for t, ((_, reward, terminated, truncated, info), next_state) in enumerate(steps):
+        rows = truncated[:, 0] & ~terminated[:, 0]
+        if not rows.any():
+            continue
+        terminal_state = info[TERMINAL_STATES_KEY]
+        # the terminal state is the sensor wrapper's terminal observation (final_obs)
+        assert torch.equal(terminal_state[rows], critic_view(info["final_obs"], critic_input)[rows])
+        assert not torch.equal(terminal_state[rows], next_state[rows])  # not the next episode's start
+        call = critic_in.find(terminal_state)
+        assert call is not None, "the value model never saw the terminal state"
+        target = reward[:, 0] + GAMMA * critic_out.outputs[call][:, 0]
+        torch.testing.assert_close(rewards_stored[t][rows], target[rows])
+        torch.testing.assert_close(returns[t][rows], target[rows])  # skrl's value target at the time-out
+        checked += int(rows.sum())
+    assert checked >= N  # every env was truncated at least once (episodes of 12 steps, 16 steps)
+
+
+def test_skrl_wrap_env_misuse_is_refused():
+    venv = sensor_env()
+    leaky = skrl_wrap_env(venv, verbose=False)  # skrl's "auto": GymnasiumWrapper, actor input = policy+critic
+    assert set(leaky.observation_space.spaces) == {"policy", "critic"}
+    with pytest.raises(ValueError, match="leak to the actor"):
+        _agent(leaky, {})
+    for name in ("gymnasium", "isaaclab"):
+        with pytest.raises(ValueError, match=r"Fix: use sensorgym\.wrappers\.skrl\.wrap_env"):
+            wrap_env(venv, wrapper=name)
+    assert isinstance(wrap_env(venv), SkrlWrapper)
