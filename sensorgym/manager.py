@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -432,15 +433,14 @@ class SensorManager:
         return sensor._storage.md.randomization(sensor)
 
     def randomization_names(self) -> list[str]:
-        """Column names of :meth:`read_randomization`: ``"<sensor>.<field>[<component>]"``."""
+        """Column names of :meth:`read_randomization`: ``"<sensor>.<field>"`` for delay and jitter (one
+        value per sensor), ``"<sensor>.<field>[<component>]"`` for the per-component options."""
         self._require_built("randomization_names()")
         names = []
         for s in self.sensors:
-            for f, v in s.read_randomization().items():
+            for f, comps in s._storage.md.randomized_components(s).items():
                 names += (
-                    [f"{s.name}.{f}"]
-                    if v.shape[1] == 1 and f in ("delay", "jitter")
-                    else [f"{s.name}.{f}[{i}]" for i in range(v.shape[1])]
+                    [f"{s.name}.{f}"] if f in ("delay", "jitter") else [f"{s.name}.{f}[{c}]" for c in comps]
                 )
         return names
 
@@ -463,21 +463,39 @@ class SensorManager:
         st.md.set_time(sensor, name, value, self._to_rows(envs_idx), st.max_shift)
 
     # -- persistence -----------------------------------------------------------------------------------
+    #: version of :meth:`state_dict`'s format (3: class-major buffers and the sensors' options)
+    STATE_VERSION = 3
+
     def _layout(self) -> list[tuple[str, list[str], int, int]]:
         return [
             (cls.__qualname__, [s.name for s in st.sensors], st.islice.stop - st.islice.start, st.rcols)
             for cls, st in self._stores.items()
         ]
 
+    def _sensor_records(self) -> list[dict[str, Any]]:
+        """Name, class and options (each field as its exact ``repr``) of every sensor, in order: plain
+        strings, so a checkpoint loads with ``torch.load(weights_only=True)``."""
+        return [
+            {
+                "name": s.name,
+                "class": type(s).__qualname__,
+                "options": {f.name: repr(getattr(s.options, f.name)) for f in dataclasses.fields(s.options)},
+            }
+            for s in self.sensors
+        ]
+
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue bit-identically: rings, index, accumulators, parameters, RNG."""
+        """Everything needed to continue bit-identically: rings, index, accumulators, parameters, RNG,
+        and the sensors' options (checked on load). Only tensors, numbers and strings: it loads with
+        ``torch.load(..., weights_only=True)``."""
         self._require_built("state_dict()")
         return {
-            "version": 2,
+            "version": self.STATE_VERSION,
             "num_envs": self.num_envs,
             "dt": self.dt,
             "t": self.clock.t,
             "generator": self.random.get_state(),
+            "sensors": self._sensor_records(),
             "layout": self._layout(),
             "groups": {
                 str(d): {k: v.clone() for k, v in g.state_tensors().items()} for d, g in self._groups.items()
@@ -491,25 +509,56 @@ class SensorManager:
             },
         }
 
+    def _check_compatible(self, saved: Mapping[str, Any]) -> None:
+        """Refuse a state dict of another configuration with a ``ValueError`` naming what differs."""
+        fix = "Fix: build the manager with the same num_envs, dt and sensors (same order and options)."
+        version = saved.get("version") if isinstance(saved, Mapping) else None
+        if version != self.STATE_VERSION:
+            raise ValueError(
+                f"load_state_dict: the checkpoint has format version {version!r}; this sensorgym reads "
+                f"version {self.STATE_VERSION}. Fix: save the checkpoint again with this version."
+            )
+        for field in ("num_envs", "dt"):
+            if saved[field] != getattr(self, field):
+                raise ValueError(
+                    f"load_state_dict: {field} differs: the checkpoint has {field}={saved[field]!r}, this "
+                    f"manager {field}={getattr(self, field)!r}. {fix}"
+                )
+        mine, theirs = self._sensor_records(), saved["sensors"]
+        names = [r["name"] for r in mine]
+        saved_names = [r["name"] for r in theirs]
+        if names != saved_names:
+            raise ValueError(
+                f"load_state_dict: the sensor set differs: the checkpoint has sensors {saved_names}, this "
+                f"manager {names}. {fix}"
+            )
+        for a, b in zip(mine, theirs, strict=True):
+            if a["class"] != b["class"]:
+                raise ValueError(
+                    f"load_state_dict: sensor {a['name']!r} is a {b['class']} in the checkpoint but a "
+                    f"{a['class']} here. {fix}"
+                )
+            for field in sorted(set(a["options"]) | set(b["options"])):
+                mine_v, saved_v = a["options"].get(field, "<absent>"), b["options"].get(field, "<absent>")
+                if mine_v != saved_v:
+                    raise ValueError(
+                        f"load_state_dict: sensor {a['name']!r} option {field!r} differs: the checkpoint "
+                        f"has {field}={saved_v}, this manager {field}={mine_v}. {fix}"
+                    )
+        layout = [tuple(x) for x in saved["layout"]]
+        for (cls, names_a, iw, rw), (_, _, iw_b, rw_b) in zip(self._layout(), layout, strict=True):
+            if (iw, rw) != (iw_b, rw_b):
+                raise ValueError(
+                    f"load_state_dict: the sensors {names_a} ({cls}) have {iw} columns here but {iw_b} in "
+                    "the checkpoint (a shape inferred from the state differs). Fix: give the sensors "
+                    "explicit shapes, or build from the same env."
+                )
+
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Restore a :meth:`state_dict` into a manager with the same sensors (built by reset/build)."""
+        """Restore a :meth:`state_dict` into a manager with the same configuration (built by reset/build);
+        a checkpoint of another configuration is refused with a ``ValueError`` naming the difference."""
         self._require_built("load_state_dict()")
-        if state_dict.get("version") != 2:
-            raise ValueError(
-                f"load_state_dict: unknown version {state_dict.get('version')!r} (this sensorgym writes "
-                "version 2: class-major buffers). Fix: save the checkpoint again with this version."
-            )
-        layout = [tuple(x) if not isinstance(x, tuple) else x for x in state_dict["layout"]]
-        mine = [tuple(x) for x in self._layout()]
-        if (state_dict["num_envs"], state_dict["dt"]) != (self.num_envs, self.dt) or [
-            tuple(x) for x in layout
-        ] != mine:
-            raise ValueError(
-                "load_state_dict: the saved manager has a different configuration "
-                f"(num_envs={state_dict['num_envs']}, dt={state_dict['dt']}, layout={layout}) than this one "
-                f"(num_envs={self.num_envs}, dt={self.dt}, layout={mine}). Fix: create the manager with "
-                "the same sensors, in the same order, before loading."
-            )
+        self._check_compatible(state_dict)
         for d, g in self._groups.items():
             for k, v in g.state_tensors().items():
                 v.copy_(state_dict["groups"][str(d)][k])

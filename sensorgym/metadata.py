@@ -264,24 +264,33 @@ class SensorMetadata:
             return self.jitter_seconds
         return getattr(self, name)
 
+    def randomized_components(self, s: Sensor) -> dict[str, list[int]]:
+        """``{field: [component, ...]}`` of the options of ``s`` given as distributions (delay and
+        jitter: ``[0]``, one value per sensor), in the column order of :meth:`randomization`."""
+        out: dict[str, list[int]] = {}
+        j, sl = s.index, s.cache_slice
+        for name, entries in self._random.items():
+            if name in TIME_FIELDS:
+                if any(cols.start == j for cols, _ in entries):
+                    out[name] = [0]
+            else:
+                comps = sorted(c.start - sl.start for c, _ in entries if sl.start <= c.start < sl.stop)
+                if comps:
+                    out[name] = comps
+        return out
+
     def randomization(self, s: Sensor) -> dict[str, torch.Tensor]:
         """``{field: (B, k)}`` effective per-env values of the options of ``s`` given as distributions."""
         out: dict[str, torch.Tensor] = {}
         j = s.index
-        for name, entries in self._random.items():
-            if name in TIME_FIELDS:
-                if any(cols.start == j for cols, _ in entries):
-                    if name == "delay":
-                        val = self.delay_steps[:, j : j + 1].to(torch.float32) * self.dt
-                    else:
-                        val = (self.jitter_steps[:, j : j + 1] * self.dt).to(torch.float32)
-                    out[name] = val
+        for name, comps in self.randomized_components(s).items():
+            if name == "delay":
+                out[name] = self.delay_steps[:, j : j + 1].to(torch.float32) * self.dt
+            elif name == "jitter":
+                out[name] = (self.jitter_steps[:, j : j + 1] * self.dt).to(torch.float32)
             else:
-                sl = s.cache_slice
-                cols = [c.start for c, _ in entries if sl.start <= c.start < sl.stop]
-                if cols:
-                    idx = torch.tensor(cols, device=self.device)
-                    out[name] = self._param(name).index_select(1, idx).to(torch.float32)
+                idx = torch.tensor([s.cache_slice.start + c for c in comps], device=self.device)
+                out[name] = self._param(name).index_select(1, idx).to(torch.float32)
         return out
 
     # -- run-time setters ------------------------------------------------------------------------------

@@ -302,7 +302,7 @@ def test_load_state_dict_rejects_another_configuration():
     other = sg.SensorManager(num_envs=4, dt=DT)
     other.add_sensor(sg.StateSensorOptions(key="x", shape=(3,)))
     other.reset(_wide_ramp(0))
-    with pytest.raises(ValueError, match=r"different configuration.*Fix"):
+    with pytest.raises(ValueError, match=r"sensor set differs.*Fix"):
         other.load_state_dict(mgr.state_dict())
 
 
@@ -378,3 +378,26 @@ def test_numpy_and_torch_state_entries_give_identical_readings():
     # the scattered, negative index picks columns 5, 0, 4 (ground truth of the last step)
     gt = reads[0][-1][1][30:].view(5, 2, 3)[:, 0]  # after the (5, 2, 3) measured history: GT history
     assert torch.equal(gt, torch.as_tensor(states[-1]["q"][:, [5, 0, 4]]).float())
+
+
+def test_randomization_names_give_each_column_its_component() -> None:
+    """Regression (issue 11.8): with only some components randomized, names were numbered by position
+    among the randomized ones (component 2 was named ``bias[1]``)."""
+    mgr = sg.SensorManager(num_envs=2, dt=0.1, seed=0)
+    mgr.add_sensor(
+        sg.StateSensorOptions(
+            key="x",
+            shape=(3,),
+            bias=[0.0, sg.Uniform(0.5, 0.5), sg.Uniform(0.25, 0.25)],
+            noise=[0.0, 0.0, sg.Uniform(0.125, 0.125)],
+            delay=sg.Choice([0.1]),
+        ),
+        name="a",
+    )
+    mgr.reset({"x": torch.zeros(2, 3)})
+    names = mgr.randomization_names()
+    assert names == ["a.delay", "a.noise[2]", "a.bias[1]", "a.bias[2]"]
+    values = mgr.read_randomization()[0].tolist()
+    assert dict(zip(names, values, strict=True)) == pytest.approx(
+        {"a.delay": 0.1, "a.noise[2]": 0.125, "a.bias[1]": 0.5, "a.bias[2]": 0.25}
+    )
