@@ -128,7 +128,8 @@ def test_randomized_delay_per_env_in_steps_and_bias_per_component():
     # ring sized exactly for the largest delay the distribution can produce
     assert s._storage.m_ring.depth == 4
     names = mgr.randomization_names()
-    assert names == [f"{s.name}.delay", f"{s.name}.bias[0]"]
+    # only component 1 is randomized: it is labelled by its own index (issue 11.8)
+    assert names == [f"{s.name}.delay", f"{s.name}.bias[1]"]
     assert mgr.read_randomization().shape == (b, 2)
 
 

@@ -60,7 +60,9 @@ def test_rsl_rl_runner_one_iteration():
     OnPolicyRunner(numpy_env, cfg, log_dir=None, device="cpu").learn(1)
 
 
-def test_skrl_ppo_uses_states_for_the_critic():
+@pytest.mark.parametrize(("critic_input", "width"), [(None, 4 + 5), ("critic", 5)])
+def test_skrl_ppo_uses_states_for_the_critic(critic_input, width):
+    """Default states = policy (4) + critic (GT 2 + env obs 3); ``critic_input="critic"`` = critic only."""
     pytest.importorskip("skrl")
     from skrl.agents.torch.ppo import PPO, PPO_CFG
     from skrl.memories.torch import RandomMemory
@@ -69,7 +71,8 @@ def test_skrl_ppo_uses_states_for_the_critic():
 
     from sensorgym.wrappers.skrl import SkrlWrapper
 
-    env = SkrlWrapper(_torch_env())
+    kwargs = {} if critic_input is None else {"critic_input": critic_input}
+    env = SkrlWrapper(_torch_env(), **kwargs)
     seen_states = []
 
     class Policy(GaussianMixin, Model):
@@ -132,10 +135,12 @@ def test_skrl_ppo_uses_states_for_the_critic():
     )
     trainer.train()
     assert _changed(before, models["value"])
-    assert torch.Size([N, 5]) in seen_states or any(s[-1] == 5 for s in seen_states)
+    assert seen_states and all(s[-1] == width for s in seen_states)
 
 
-def test_rl_games_central_value_one_epoch(tmp_path):
+@pytest.mark.parametrize(("critic_input", "width"), [(None, 4 + 5), ("critic", 5)])
+def test_rl_games_central_value_one_epoch(tmp_path, critic_input, width):
+    """The central value net's input is the configured critic input (default policy + critic)."""
     pytest.importorskip("rl_games")
     from rl_games.algos_torch.a2c_continuous import A2CAgent
     from rl_games.common import tr_helpers
@@ -143,7 +148,7 @@ def test_rl_games_central_value_one_epoch(tmp_path):
 
     from sensorgym.wrappers.rl_games import RlGamesVecEnv
 
-    env = RlGamesVecEnv(_torch_env())
+    env = RlGamesVecEnv(_torch_env(), **({} if critic_input is None else {"critic_input": critic_input}))
     mlp = {"units": [32], "activation": "elu", "initializer": {"name": "default"}}
     params = {
         "seed": 0,
@@ -214,7 +219,7 @@ def test_rl_games_central_value_one_epoch(tmp_path):
     agent = A2CAgent(base_name="run", params=params)
     cv = agent.central_value_net
     first = next(m for m in cv.model.modules() if isinstance(m, nn.Linear))
-    assert first.in_features == 5  # the critic part: GT (2) + env obs (3)
+    assert first.in_features == width
     before = _param_snapshot(cv)
     agent.train()
     assert _changed(before, cv)
