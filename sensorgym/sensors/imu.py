@@ -1,7 +1,11 @@
 """``IMUSensor``: accelerometer (specific force), gyroscope and magnetometer on a MuJoCo body.
 
 Returns a NamedTuple ``IMUReading(lin_acc (B, 3), ang_vel (B, 3), mag (B, 3))`` in the sensor frame:
-the body frame moved by ``pos_offset`` and rotated by ``euler_offset`` (degrees, xyz). The accelerometer
+the body frame (MuJoCo's ``xpos``/``xmat``: the frame the MJCF body is declared in, not its centre of
+mass or principal inertia axes) moved by ``pos_offset`` (metres, body frame) and rotated by
+``euler_offset`` (degrees, intrinsic x-y-z: ``R = Rx @ Ry @ Rz``, MJCF's default ``eulerseq="xyz"``), so
+it reads what MuJoCo's native ``accelerometer``/``gyro``/``magnetometer`` on a site with that ``pos`` and
+``euler`` read. The acceleration at the mount point is ``a + alpha x r + w x (w x r)``. The accelerometer
 reads specific force, so an IMU at rest reads ``+g`` pointing up and one in free fall reads zero. The
 magnetometer reads the world field ``magnetic_field`` in the sensor frame. Per-axis cross-axis coupling
 (misalignment) matrices are the sensor's response (``_apply_transform``, both branches); every
@@ -29,7 +33,9 @@ from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, name_to_id
 __all__ = ["IMUOptions", "IMUReading", "IMUSensor", "coupling_matrix", "euler_to_matrix"]
 
 FIELDS = ("acc", "gyro", "mag")
-_OBJ_BODY = 1  # mujoco.mjtObj.mjOBJ_BODY (checked in the tests)
+# mujoco.mjtObj.mjOBJ_XBODY: the body *frame* (origin xpos, axes xmat). mjOBJ_BODY would be the inertial
+# frame (centre of mass xipos, principal axes ximat), which is not where an IMU is mounted.
+_OBJ_XBODY = 2
 IMPERFECTIONS = ("noise", "bias", "random_walk", "resolution")
 
 
@@ -198,9 +204,10 @@ class IMUSensor(MujocoSensor):
 
         body, r_mount, r, offset, (f0, f1, f2), scratch = cached(model, ("imu", o), build)
         vel, acc = scratch
-        mujoco.mj_objectVelocity(model, data, _OBJ_BODY, body, vel, 1)
-        mujoco.mj_objectAcceleration(model, data, _OBJ_BODY, body, acc, 1)
-        # body frame at the body origin; plain floats: numpy costs a microsecond per call on 3-vectors
+        mujoco.mj_objectVelocity(model, data, _OBJ_XBODY, body, vel, 1)
+        mujoco.mj_objectAcceleration(model, data, _OBJ_XBODY, body, acc, 1)
+        # at the body frame's origin, in its axes (the frame xmat the magnetometer uses too); plain
+        # floats: numpy costs a microsecond per call on 3-vectors
         w0, w1, w2, _, _, _, al0, al1, al2, a0, a1, a2 = scratch.ravel().tolist()
         if offset:  # the mount point's acceleration: a + alpha x r + w x (w x r)
             w, t1 = [w0, w1, w2], _cross([al0, al1, al2], r)

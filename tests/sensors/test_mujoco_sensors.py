@@ -200,10 +200,10 @@ def test_encoder_reads_joints_in_the_given_order_consecutive_or_not():
     np.testing.assert_allclose(measure(env, sg.JointEncoderOptions(joints=["elbow"])), qpos[[15]])
 
 
-def test_imu_uses_mujocos_body_object_type():
-    from sensorgym.sensors.imu import _OBJ_BODY
+def test_imu_measures_in_the_body_frame_not_the_inertial_frame():
+    from sensorgym.sensors.imu import _OBJ_XBODY
 
-    assert int(mujoco.mjtObj.mjOBJ_BODY) == _OBJ_BODY
+    assert int(mujoco.mjtObj.mjOBJ_XBODY) == _OBJ_XBODY  # frame origin and axes, not the centre of mass
 
 
 def test_bad_names_are_reported_with_the_available_ones():
