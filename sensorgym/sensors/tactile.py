@@ -191,12 +191,14 @@ class KinematicContactProbe(MujocoSensor):
         dist, which, normal = nearest_surface(model, data, points, geoms)
         depth = np.clip(o.radius - dist, 0.0, None)
         # depth rate: how fast the probe moves into the surface (relative to the touched body)
+        # mjOBJ_XBODY: the velocity of the body frame's origin xpos (the lever arms below start there);
+        # mjOBJ_BODY would give the centre of mass's
         vel = np.zeros(6)
-        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, body, vel, 0)
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, body, vel, 0)
         rel = vel[3:] + np.cross(vel[:3], points - data.xpos[body])
         for g in np.unique(which[(which >= 0) & (depth > 0)]):
             other = int(model.geom_bodyid[g])
-            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, other, vel, 0)
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, other, vel, 0)
             rows = which == g
             rel[rows] -= vel[3:] + np.cross(vel[:3], points[rows] - data.xpos[other])
         rate = np.where(depth > 0, -(rel * normal).sum(axis=1), 0.0)

@@ -214,3 +214,45 @@ def test_contact_force_on_a_welded_plate_equals_the_force_sensor_minus_its_weigh
     support = native(env, "force")  # force the world applies to the plate, in the site frame
     np.testing.assert_allclose(support + load + weight, 0.0, atol=1e-5)  # the plate is in equilibrium
     assert load[2] == pytest.approx(-2 * 9.81, rel=0.01)  # the box presses down with its weight
+
+
+# A paddle and a wall, both spinning about hinges with their centres of mass off their origins. The probe
+# point sits just inside the paddle's reach of the wall face (x = 0.5), where both bodies carry a site.
+PROBE = (0.495, 0.3, 0.0)
+PADDLE = f"""
+<mujoco><option gravity="0 0 0"/>
+  <worldbody>
+    <body name="paddle" pos="0 0 1">
+      <joint type="hinge" axis="0 0 1"/>
+      <inertial pos="0.2 -0.4 0" quat="0.9 0 0.3 0.1" mass="1" diaginertia="0.01 0.01 0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".02" contype="0" conaffinity="0"/>
+      <site name="on_paddle" pos="{PROBE[0]} {PROBE[1]} {PROBE[2]}"/>
+    </body>
+    <body name="wall" pos="0.6 0 1">
+      <joint type="hinge" axis="0 0 1"/>
+      <inertial pos="0.05 -0.3 0.1" mass="3" diaginertia="0.1 0.1 0.1"/>
+      <geom type="box" size=".1 1 1" contype="0" conaffinity="0"/>
+      <site name="on_wall" pos="{PROBE[0] - 0.6} {PROBE[1]} {PROBE[2]}"/>
+    </body>
+  </worldbody>
+  <sensor><framelinvel name="v_paddle" objtype="site" objname="on_paddle"/>
+    <framelinvel name="v_wall" objtype="site" objname="on_wall"/></sensor>
+</mujoco>"""
+
+
+def test_kinematic_probe_damping_uses_the_velocity_of_the_probe_point():
+    """The spring-damper's rate is the normal speed of the probe point relative to the touched surface,
+    which MuJoCo's framelinvel gives at sites on both bodies (it was taken at the centres of mass)."""
+    o = sg.KinematicContactProbeOptions(
+        body="paddle", probes=[PROBE], radius=0.01, stiffness=1000.0, damping=10.0, track_bodies=("wall",)
+    )
+    env = MjSceneEnv(PADDLE, qvel={0: -2.0, 1: 1.5})
+    env.reset(seed=0)
+    ours = measure(env, o)  # depth (1,), then force (1, 3) in the paddle frame (identity at reset)
+    depth, force = ours[0], ours[1:]
+    assert depth == pytest.approx(0.01 - 0.005, abs=1e-6)
+    normal = np.array([-1.0, 0.0, 0.0])  # the wall face's outward normal
+    rate = -float((native(env, "v_paddle") - native(env, "v_wall")) @ normal)
+    expect = (1000.0 * 0.005 + 10.0 * rate) * normal
+    assert abs(rate) > 0.5  # the damping term really matters here
+    np.testing.assert_allclose(force, expect, rtol=1e-5, atol=1e-5)
