@@ -25,6 +25,11 @@ from .sensors import __all__ as _catalog
 
 __version__ = "0.1.0"
 
+# Register the reference envs (``gym.make("sensorgym/BatchedPendulum-v0")`` and the catalog envs) on
+# ``import sensorgym``. The engine modules above stay torch-only; registering imports only gymnasium (a
+# required dependency) and the envs' small modules, not MuJoCo.
+from . import envs as _envs  # noqa: F401
+
 __all__ = [
     *_catalog,
     "Choice",
