@@ -87,9 +87,14 @@ def _all_equal(values: Sequence[Any]) -> Any:
 def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs: int) -> dict:
     """Zeros shaped like the state the sensors will read, to build the manager before any reset."""
     state: dict[str, np.ndarray] = template_entries(obs_space, num_envs)
+    observed = set(state)
+    # per key: the exact shape an index-less sensor gives, else the narrowest shape every index fits in
+    # (several sensors may read one info entry, some through an index and some whole)
+    exact: dict[str, tuple[int, ...]] = {}
+    widest: dict[str, tuple[int, ...]] = {}
     for name, s in sensors.items():
         o = s.options
-        if not isinstance(o, StateSensorOptions) or o.key in state:
+        if not isinstance(o, StateSensorOptions) or o.key in observed:
             continue
         if o.shape is None:
             raise ValueError(
@@ -97,12 +102,15 @@ def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs
                 "shape is unknown before the first reset. Fix: give its shape, e.g. "
                 f"{type(o).__name__}(key={o.key!r}, shape=(3,), ...)."
             )
-        if o.index is not None:
-            # wide enough for every index, negative ones counting from the end
-            last = max(max(i + 1 if i >= 0 else -i for i in o.index), 1)
-            state[o.key] = np.zeros((num_envs, *o.shape[:-1], last), np.float32)
-        else:
-            state[o.key] = np.zeros((num_envs, *o.shape), np.float32)
+        if o.index is None:
+            exact.setdefault(o.key, tuple(o.shape))
+            continue
+        # wide enough for every index, negative ones counting from the end
+        last = max(max(i + 1 if i >= 0 else -i for i in o.index), 1)
+        if last > widest.get(o.key, (0,))[-1]:
+            widest[o.key] = (*o.shape[:-1], last)
+    for key, shape in {**widest, **exact}.items():
+        state[key] = np.zeros((num_envs, *shape), np.float32)
     return state
 
 

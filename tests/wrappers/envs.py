@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 
@@ -77,7 +79,8 @@ class SpaceEnv(gym.Env):
     dt = 0.1
 
     def __init__(self, space: gym.Space, p_end: float = 0.2) -> None:
-        self.observation_space = space
+        # a copy: the space's own RNG draws the observations, and sub-envs must not share one stream
+        self.observation_space = copy.deepcopy(space)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
         self.p_end = p_end
         self.last_obs = None
