@@ -7,7 +7,8 @@ Both watch a *target*: a body (all its geoms) or a single geom, optionally ignor
   to ``count > threshold`` in ``_post_process``, so noise on the count can flip a reading, as a real
   switch bounces.
 * ContactForce: float ``(B, 3)``, the net force the rest of the world applies to the target, in the
-  target's body frame. ``_post_process`` clamps each axis to ``±max_force`` and zeroes components below
+  target's body frame (MuJoCo's ``xmat`` of the body; for a ``geom=`` target, the frame of the body that
+  geom belongs to, not the geom's own frame). ``_post_process`` clamps each axis to ``±max_force`` and zeroes components below
   ``min_force`` (a deadband), on both branches.
 
 Example:
