@@ -14,7 +14,8 @@ A config is a mapping with these tables (all but ``sensors`` optional)::
                  grid = {"sensors.angle.noise" = [0.0, 0.05, 0.2]}   # every combination
                  or list = [{"sensors.angle.noise" = 0.0}, ...]    # explicit cells
 
-Every key is checked; an error names the key path, the value and the fix.
+Every key is checked; an error names the key path, the value and the fix (and, from
+:func:`load_config`, the file).
 
 Example:
     >>> from sensorgym.config import parse_config
@@ -31,6 +32,7 @@ import dataclasses
 import difflib
 import itertools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +42,16 @@ from .options import SensorOptions
 from .randomization import Choice, Distribution, LogUniform, Normal, Uniform
 from .sensor import SENSOR_REGISTRY
 
-__all__ = ["Config", "ConfigError", "apply_overrides", "load_config", "parse_config", "to_plain"]
+__all__ = [
+    "Config",
+    "ConfigError",
+    "UserError",
+    "apply_overrides",
+    "check_env_ids",
+    "load_config",
+    "parse_config",
+    "to_plain",
+]
 
 DISTRIBUTIONS: dict[str, type[Distribution]] = {
     "Uniform": Uniform,
@@ -50,8 +61,19 @@ DISTRIBUTIONS: dict[str, type[Distribution]] = {
 }
 
 
-class ConfigError(ValueError):
+class UserError(Exception):
+    """A mistake the user can fix (a config, a flag, a path, a missing package): the command line prints
+    its one-line message, without a traceback, and exits with code 2."""
+
+
+class ConfigError(UserError, ValueError):
     """An invalid config: the message names the key path, the value and the fix."""
+
+
+def _clean(message: str) -> str:
+    """One line, no doubled full stops (option messages end their fix with a full stop already)."""
+    message = " ".join(str(message).split())
+    return re.sub(r"\.\.(?=\s|$)", ".", message)
 
 
 def _err(path: str, value: Any, why: str, fix: str) -> ConfigError:
@@ -167,7 +189,7 @@ def _value(raw: Any, path: str) -> Any:
                 "Uniform/LogUniform take low, high; Normal mean, std[, low, high]; Choice values",
             ) from None
         except ValueError as e:
-            raise ConfigError(f"config {path}: {e}") from None
+            raise ConfigError(_clean(f"config {path}: {e}")) from None
     if isinstance(raw, list):
         return [_value(v, f"{path}[{i}]") for i, v in enumerate(raw)]
     return raw
@@ -190,9 +212,21 @@ def _sensor(name: str, raw: Any, path: str) -> SensorOptions:
     try:
         return cls(**kwargs)
     except TypeError as e:
-        raise ConfigError(f"config {path}: {e}. Fix: check the required options of {cls.__name__}.") from None
+        missing = re.search(r"missing \d+ required .*?arguments?: (.*)$", str(e))
+        if missing:
+            names = re.findall(r"'(\w+)'", missing.group(1))
+            keys = " and ".join(f"{n} = <value>" for n in names)
+            raise ConfigError(
+                f"config {path}: missing {', '.join(names)} (required by {cls.__name__}). "
+                f"Fix: add {keys} to [{path}]."
+            ) from None
+        if "Fix:" in str(e):  # the options' own message already names the option, the value and the fix
+            raise ConfigError(_clean(f"config {path}: {e}")) from None
+        raise ConfigError(
+            _clean(f"config {path}: {str(e).rstrip('.')}. Fix: check the options of {cls.__name__}.")
+        ) from None
     except ValueError as e:
-        raise ConfigError(f"config {path}: {e}") from None
+        raise ConfigError(_clean(f"config {path}: {e}")) from None
 
 
 def _typed(table: dict, path: str, key: str, kind: type | tuple, default: Any) -> Any:
@@ -357,30 +391,113 @@ def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
     return dataclasses.replace(_parse(raw), sweep=cfg.sweep, raw={**raw, "sweep": cfg.raw.get("sweep", {})})
 
 
+def _yaml_problem(e: Exception) -> str:
+    """A YAML error in one line: what is wrong and where (PyYAML's own message spans several lines)."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    what = getattr(e, "problem", None) or getattr(e, "context", None) or str(e)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{what}{where}"
+
+
 def load_config(path: str | Path) -> Config:
-    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``, needs PyYAML) or JSON config file."""
+    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``, needs PyYAML) or JSON config file.
+
+    Every error is a :class:`ConfigError` whose one-line message starts with the file's path.
+    """
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config file {str(path)!r} does not exist. Fix: check the path.")
+    if path.is_dir():
+        raise ConfigError(
+            f"config file {str(path)!r} is a directory. Fix: pass a .toml, .yaml or .json file."
+        )
     text = path.read_text()
-    try:
-        if path.suffix == ".toml":
-            import tomllib
+    if path.suffix == ".toml":
+        import tomllib
 
+        try:
             raw = tomllib.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(
+                f"{path}: cannot be parsed (TOML): {_clean(e)}. Fix: correct the TOML syntax there."
+            ) from None
+    elif path.suffix in (".yaml", ".yml"):
+        try:
             import yaml
-
+        except ImportError:
+            raise ConfigError(
+                f"{path}: reading YAML needs PyYAML, which is not installed. "
+                "Fix: pip install pyyaml, or write the config as .toml."
+            ) from None
+        try:
             raw = yaml.safe_load(text)
-        elif path.suffix == ".json":
+        except yaml.YAMLError as e:  # syntax errors and tags such as !!python/object (safe_load refuses them)
+            raise ConfigError(
+                f"{path}: cannot be parsed (YAML): {_clean(_yaml_problem(e))}. "
+                "Fix: correct the YAML there (plain values only: no !! tags)."
+            ) from None
+    elif path.suffix == ".json":
+        try:
             raw = json.loads(text)
-        else:
-            raise ConfigError(f"config file {str(path)!r}: unknown format. Fix: use .toml, .yaml or .json.")
-    except (ValueError, ImportError) as e:
-        if isinstance(e, ConfigError):
-            raise
-        raise ConfigError(f"config file {str(path)!r} cannot be parsed: {e}") from None
-    return parse_config(raw or {})
+        except ValueError as e:
+            raise ConfigError(
+                f"{path}: cannot be parsed (JSON): {_clean(e)}. Fix: correct the JSON syntax there."
+            ) from None
+    else:
+        raise ConfigError(f"config file {str(path)!r}: unknown format. Fix: use .toml, .yaml or .json.")
+    if raw is not None and not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"{path}: the file holds a {type(raw).__name__}, not a table of settings. "
+            "Fix: write key = value settings ([env], [sensors.<name>], ...) at the top level."
+        )
+    try:
+        return parse_config(raw or {})
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {_clean(e)}") from None
+
+
+def check_env_ids(cfg: Config, source: str) -> None:
+    """Raise a :class:`ConfigError` naming ``source`` (the config file) if ``env.id`` (or a sweep cell's
+    ``env.id``) is not a registered Gymnasium environment, with the closest registered ids as the fix.
+
+    Example:
+        >>> cfg = parse_config({"sensors": {"a": {"type": "StateSensorOptions", "key": "obs"}},
+        ...                     "env": {"id": "Pendulm-v1"}})
+        >>> try:
+        ...     check_env_ids(cfg, "my.toml")
+        ... except ConfigError as e:
+        ...     print(e)  # doctest: +ELLIPSIS
+        my.toml: config env.id = 'Pendulm-v1': no such Gymnasium environment (...). Fix: ... 'Pendulum-v1' ...
+    """
+    import gymnasium as gym
+
+    from . import envs as _register  # noqa: F401  (registers sensorgym/... ids)
+
+    ids = [(cfg.env.id, "env.id")]
+    for cell in cfg.sweep.cells():
+        if "env.id" in cell:
+            ids.append((cell["env.id"], "sweep env.id"))
+    for env_id, key in ids:
+        module = env_id.split(":", 1)[0] if ":" in env_id else None
+        if module is not None:  # "package:Env-v0" registers by importing the package, as gym.make does
+            try:
+                __import__(module)
+            except ImportError as e:
+                raise ConfigError(
+                    f"{source}: config {key} = {env_id!r}: cannot import {module!r} ({_clean(e)}). "
+                    f"Fix: install the package that provides {module!r}, or correct the id."
+                ) from None
+            env_id = env_id.split(":", 1)[1]
+        try:
+            gym.spec(env_id)
+        except gym.error.Error as e:
+            close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
+            hint = f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise ConfigError(
+                f"{source}: config {key} = {env_id!r}: no such Gymnasium environment "
+                f"({_clean(e).split('. ')[0].rstrip('.')}). Fix: use a registered id{hint} "
+                '(python -c "import gymnasium; gymnasium.pprint_registry()" lists them).'
+            ) from None
 
 
 def to_plain(value: Any) -> Any:

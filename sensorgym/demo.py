@@ -39,17 +39,35 @@ def demo_traces(steps: int = 40, seed: int = 0) -> tuple[torch.Tensor, torch.Ten
     return torch.tensor(gt), torch.tensor(measured)
 
 
+def signed_bar(diff: float, scale: float = 40.0, width: int = 16) -> str:
+    """A text bar for a signed difference around a ``|`` at a fixed column: ``round(|diff| * scale)``
+    (at most ``width``) ``-`` marks to its left when negative, ``+`` marks to its right when positive.
+
+    Example:
+        >>> signed_bar(-0.1, width=6), signed_bar(0.05, width=6), signed_bar(0.0, width=6)
+        ('  ----|', '      |++', '      |')
+    """
+    n = min(width, round(abs(diff) * scale))
+    if diff < 0:
+        return " " * (width - n) + "-" * n + "|"
+    return " " * width + "|" + "+" * n
+
+
 def run_demo(steps: int = 40, seed: int = 0) -> str:
+    """The text ``sensorgym demo`` prints: per step GT, measured and their signed difference."""
     gt, measured = demo_traces(steps, seed)
     lines = [
         "sensorgym demo: a 0.8 Hz sine seen through one sensor at dt=0.02 s",
         f"options: {OPTIONS}",
         "",
-        f"{'step':>4} {'time [s]':>8} {'ground truth':>13} {'measured':>9}  measured - GT",
+        f"{'step':>4} {'time [s]':>8} {'ground truth':>13} {'measured':>9} {'measured - GT':>14}",
     ]
     for t in range(len(gt)):
-        bar = "+" * min(20, round(abs(measured[t] - gt[t]).item() * 40))
-        lines.append(f"{t:>4} {t * DT:>8.2f} {gt[t].item():>13.4f} {measured[t].item():>9.4f}  {bar}")
+        diff = (measured[t] - gt[t]).item()
+        lines.append(
+            f"{t:>4} {t * DT:>8.2f} {gt[t].item():>13.4f} {measured[t].item():>9.4f} {diff:>+14.4f}  "
+            f"{signed_bar(diff)}"
+        )
     # the delay shows as the lag that best aligns the traces
     lags = range(max(1, min(8, len(gt) // 2)))
     errs = [((measured[k:] - gt[: len(gt) - k]) ** 2).mean().item() for k in lags]

@@ -1,5 +1,8 @@
 """``sensorgym inspect``: run an env with a sensor configuration, record ground truth and measured
-traces, estimate each channel's delay, noise, bias, drift and quantization *from the traces*, and plot.
+traces, estimate each channel's delay, noise, bias, drift and quantization *from the traces*, print them
+beside the configured values (:func:`compare_channel`, with the uncertainty of each estimate and a note
+where an estimate cannot match the configured value, e.g. quantization or jitter inflating the noise
+estimate, or a short trace), and plot.
 
 Example:
     >>> from sensorgym.config import parse_config
@@ -23,7 +26,15 @@ import numpy as np
 
 from .config import Config
 
-__all__ = ["InspectResult", "estimate_channel", "format_summary", "plot_traces", "record", "run_inspect"]
+__all__ = [
+    "InspectResult",
+    "compare_channel",
+    "estimate_channel",
+    "format_summary",
+    "plot_traces",
+    "record",
+    "run_inspect",
+]
 
 
 @dataclass
@@ -125,26 +136,220 @@ def estimate_channel(gt: np.ndarray, measured: np.ndarray, max_lag: int = 20) ->
         noise = float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2))
     else:
         noise = 0.0
+    # standard errors: the MAD of (correlated) differences, and the medians of two windows
+    noise_se = noise * 1.65 / math.sqrt(max(1, len(resid) - 1))
+    bias_se = 1.2533 * noise / math.sqrt(window)
     return {
         "delay_steps": best,
         "bias": bias,
         "noise_std": noise,
         "drift_end": drift,
         "quantization": _quantization(measured),
+        "samples": len(resid),
+        "noise_se": float(noise_se),
+        "bias_se": float(bias_se),
+        "drift_se": float(math.sqrt(2.0) * bias_se),
     }
 
 
-def format_summary(summary: list[dict[str, Any]], dt: float) -> str:
-    lines = [
-        f"{'channel':<16} {'delay [steps]':>13} {'delay [s]':>9} {'noise std':>10} {'bias':>9} "
-        f"{'drift@end':>10} {'quant. step':>11}"
-    ]
-    for row in summary:
-        q = f"{row['quantization']:.4g}" if row["quantization"] else "none"
-        lines.append(
-            f"{row['channel']:<16} {row['delay_steps']:>13d} {row['delay_steps'] * dt:>9.3f} "
-            f"{row['noise_std']:>10.4f} {row['bias']:>9.4f} {row['drift_end']:>10.4f} {q:>11}"
+def _component(value: Any, i: int) -> Any:
+    """Component ``i`` of an option (a number, a per-component sequence or a distribution)."""
+    if isinstance(value, (list, tuple)):
+        return value[i] if i < len(value) else value[-1]
+    return value
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _g(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def compare_channel(
+    options: Any, component: int, est: dict[str, Any], dt: float, gt: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Configured vs estimated for one channel: per quantity the configured text, the estimate text, a
+    verdict (``"ok"`` or why it differs), and plain-language notes on estimates that cannot match.
+
+    Example:
+        >>> import sensorgym as sg
+        >>> opts = sg.StateSensorOptions(key="obs", noise=0.02, resolution=0.02)
+        >>> est = {"delay_steps": 0, "noise_std": 0.021, "noise_se": 0.002, "bias": 0.0, "bias_se": 0.003,
+        ...        "drift_end": 0.001, "drift_se": 0.004, "quantization": 0.02, "samples": 200}
+        >>> c = compare_channel(opts, 0, est, dt=0.05)
+        >>> c["rows"]["noise std"]
+        ('0.02', '0.021 ± 0.002', 'ok')
+        >>> any("quantization" in n for n in c["notes"])
+        True
+    """
+    n = int(est.get("samples", 0))
+    rows: dict[str, tuple[str, str, str]] = {}
+    notes: list[str] = []
+    delay, jitter = getattr(options, "delay", 0.0), getattr(options, "jitter", 0.0)
+    noise = _component(getattr(options, "noise", None), component)
+    bias = _component(getattr(options, "bias", None), component)
+    walk = _component(getattr(options, "random_walk", None), component)
+    res = _component(getattr(options, "resolution", None), component)
+    randomized = [
+        name
+        for name, v in (
+            ("delay", delay),
+            ("jitter", jitter),
+            ("noise", noise),
+            ("bias", bias),
+            ("random walk", walk),
+            ("resolution", res),
         )
+        if v is not None and _number(v) is None
+    ]
+    if randomized:
+        notes.append(
+            f"{', '.join(randomized)} {'is' if len(randomized) == 1 else 'are'} drawn per episode from a "
+            "distribution: the estimate is this episode's value, not the configured range"
+        )
+    sigma, b, rw, q = (_number(v) for v in (noise, bias, walk, res))
+    d_s, j_s = _number(delay), _number(jitter)
+
+    # delay: D steps, plus 0..ceil(jitter/dt) steps of jitter
+    est_d = int(est["delay_steps"])
+    if d_s is not None and j_s is not None and dt > 0:
+        base = round(d_s / dt)
+        extra = math.ceil(j_s / dt - 1e-9) if j_s > 0 else 0
+        text = f"{base} step{'s' * (base != 1)}" + (f" (+0..{extra} jitter)" if extra else "")
+        ok = base <= est_d <= base + extra
+        got = f"{est_d} step{'s' * (est_d != 1)}"
+        rows["delay"] = (text, got, "ok" if ok else f"differs (expected {base}..{base + extra})")
+        if extra and gt is not None and len(gt) > 2:
+            move = float(np.median(np.abs(np.diff(gt))))
+            notes.append(
+                f"jitter re-reads samples up to {extra} step{'s' * (extra != 1)} older, so the delay "
+                "estimate lies in "
+                f"{base}..{base + extra} and the residual also carries the signal's change per step "
+                f"(median {_g(move)} here), which inflates the noise estimate"
+            )
+    else:
+        rows["delay"] = ("randomized", f"{est_d} steps", "this episode's value")
+
+    # noise: the estimator sees noise, quantization error and the random walk's steps
+    est_n, se_n = float(est["noise_std"]), float(est.get("noise_se", 0.0))
+    if sigma is not None:
+        expected = math.sqrt(sigma**2 + (q**2 / 12 if q else 0.0) + (rw**2 / 2 if rw else 0.0))
+        tol = max(2 * se_n, 0.1 * expected, 1e-6)
+        if abs(est_n - expected) <= tol:
+            verdict = "ok"
+        elif est_n > expected and j_s:
+            verdict = f"higher: jitter (expected ≈ {_g(expected)} without it)"
+        else:
+            verdict = f"differs (expected ≈ {_g(expected)})"
+        rows["noise std"] = (_g(sigma), f"{_g(est_n)} ± {_g(se_n)}", verdict)
+        if q:
+            notes.append(
+                f"quantization (step {_g(q)}) adds up to q/√12 = {_g(q / math.sqrt(12))} of rounding error "
+                f"to the noise estimate (expected ≈ √(noise² + q²/12) = {_g(expected)})"
+                + (
+                    f"; noise under half a step ({_g(q / 2)}) is partly hidden by the rounding"
+                    if sigma < q / 2
+                    else ""
+                )
+            )
+        if rw:
+            notes.append(f"the random walk's steps (std {_g(rw)}) add rw/√2 = {_g(rw / math.sqrt(2))} too")
+    else:
+        rows["noise std"] = ("randomized", f"{_g(est_n)} ± {_g(se_n)}", "this episode's value")
+
+    # bias: the median residual at the start
+    est_b, se_b = float(est["bias"]), float(est.get("bias_se", 0.0))
+    if b is not None:
+        tol = 2 * se_b + (q / 2 if q else 0.0) + 1e-9
+        rows["bias"] = (_g(b), f"{_g(est_b)} ± {_g(se_b)}", "ok" if abs(est_b - b) <= tol else "differs")
+    else:
+        rows["bias"] = ("randomized", f"{_g(est_b)} ± {_g(se_b)}", "this episode's value")
+
+    # drift: the random walk's displacement between the first and the last quarter of the trace
+    est_r, se_r = float(est["drift_end"]), float(est.get("drift_se", 0.0))
+    if rw is not None:
+        spread = rw * math.sqrt(0.75 * max(n, 1)) if rw else 0.0
+        conf = f"rw {_g(rw)}/step: ±{_g(spread)}" if rw else "none"
+        tol = 2 * math.sqrt(spread**2 + se_r**2) + 1e-9
+        if abs(est_r) <= tol:
+            verdict = "ok" if rw else f"ok: within ±{_g(tol)}, i.e. no drift"
+        else:
+            verdict = "larger than expected"
+        rows["drift at end"] = (conf, f"{_g(est_r)} ± {_g(se_r)}", verdict)
+        if rw:
+            notes.append(
+                f"a random walk of std {_g(rw)} per step drifts by about ±{_g(spread)} (1 sd) between the "
+                "first and last quarter of this trace; it restarts at every episode reset"
+            )
+        elif est_r != 0.0:
+            notes.append(
+                f"no random walk is configured: the drift estimate {_g(est_r)} is the difference of two "
+                f"noisy medians (±{_g(se_r)}), "
+                + (
+                    "within its uncertainty"
+                    if abs(est_r) <= tol
+                    else "so the residual changes along the trace"
+                )
+            )
+    else:
+        rows["drift at end"] = ("randomized", f"{_g(est_r)} ± {_g(se_r)}", "this episode's value")
+
+    # quantization: the grid step of the measured values
+    est_q = float(est["quantization"])
+    if q is not None:
+        conf = _g(q) if q else "none"
+        got = _g(est_q) if est_q else "none"
+        ratio = est_q / q if q else 0.0
+        ok = (not q and not est_q) or bool(
+            q and est_q and round(ratio) >= 1 and abs(ratio - round(ratio)) < 1e-3
+        )
+        verdict = "ok" if ok else ("not detected (too few distinct values)" if q else "differs")
+        if ok and q and round(ratio) > 1:
+            verdict = "ok (a multiple: the trace used every other step)"
+        rows["quantization"] = (conf, got, verdict)
+    else:
+        rows["quantization"] = ("randomized", _g(est_q) if est_q else "none", "this episode's value")
+
+    if n and n < 100:
+        notes.append(
+            f"short trace ({n} samples): every estimate is rough (see the ± values); record more with "
+            "--steps 500"
+        )
+    return {"rows": rows, "notes": notes}
+
+
+def format_summary(summary: list[dict[str, Any]], dt: float) -> str:
+    """The table ``sensorgym inspect`` prints: per channel, each quantity configured vs estimated (± one
+    standard error), a verdict, and notes on estimates that cannot match the configured value."""
+    if not summary or "rows" not in summary[0]:  # estimates only (no config to compare with)
+        lines = [
+            f"{'channel':<16} {'delay [steps]':>13} {'delay [s]':>9} {'noise std':>10} {'bias':>9} "
+            f"{'drift@end':>10} {'quant. step':>11}"
+        ]
+        for row in summary:
+            q = f"{row['quantization']:.4g}" if row["quantization"] else "none"
+            lines.append(
+                f"{row['channel']:<16} {row['delay_steps']:>13d} {row['delay_steps'] * dt:>9.3f} "
+                f"{row['noise_std']:>10.4f} {row['bias']:>9.4f} {row['drift_end']:>10.4f} {q:>11}"
+            )
+        return "\n".join(lines)
+    lines = []
+    for row in summary:
+        lines.append(f"{row['channel']:<16} {'configured':<24} {'estimated':<20} verdict")
+        for name, (conf, got, verdict) in row["rows"].items():
+            lines.append(f"  {name:<14} {conf:<24} {got:<20} {verdict}")
+        for note in row["notes"]:
+            lines.append(f"  note: {note}")
+        lines.append("")
+    lines.append(
+        f"delay in control steps of {dt:g} s; estimated ± one standard error; drift = change of the offset "
+        "between the first and the last quarter of the trace"
+    )
     return "\n".join(lines)
 
 
@@ -170,13 +375,18 @@ def plot_traces(result: InspectResult, path: str | Path, max_channels: int = 12)
             label="measured",
         )
         ax.set_ylabel(result.channels[c], fontsize=9)
-        q = f"{s['quantization']:.3g}" if s["quantization"] else "none"
-        ax.set_title(
-            f"delay {s['delay_steps']} steps, noise {s['noise_std']:.3g}, bias {s['bias']:.3g}, "
-            f"drift {s['drift_end']:.3g}, quantization {q}",
-            fontsize=8,
-            loc="left",
-        )
+        if "rows" in s:  # configured -> estimated
+            title = "; ".join(
+                f"{k} {conf} → {got.split(' ± ')[0]}" for k, (conf, got, _) in s["rows"].items()
+            )
+            title = "configured → estimated: " + title
+        else:
+            q = f"{s['quantization']:.3g}" if s["quantization"] else "none"
+            title = (
+                f"delay {s['delay_steps']} steps, noise {s['noise_std']:.3g}, bias {s['bias']:.3g}, "
+                f"drift {s['drift_end']:.3g}, quantization {q}"
+            )
+        ax.set_title(title, fontsize=7, loc="left")
         ax.grid(alpha=0.3)
     axes[0, 0].legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("time [s]")
@@ -196,11 +406,18 @@ def run_inspect(
     model: Any = None,
     max_lag: int = 20,
 ) -> InspectResult:
+    """Record, estimate each channel and compare it with its configured values; plot to ``out``."""
     times, names, gt, measured = record(cfg, steps, seed=seed, model=model)
+    dt = float(times[1] - times[0]) if len(times) > 1 else 0.0
     summary = []
     for c, name in enumerate(names):
         row = estimate_channel(gt[:, c], measured[:, c], max_lag=max_lag)
-        summary.append({"channel": name, **row})
+        sensor, _, index = name.partition("[")
+        component = int(index.rstrip("]")) if index else 0
+        entry = {"channel": name, **row}
+        if sensor in cfg.sensors:
+            entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c]))
+        summary.append(entry)
     result = InspectResult(times, names, gt, measured, summary)
     if out is not None:
         result.figure = plot_traces(result, out)

@@ -5,6 +5,12 @@
 ``evaluate_saved`` are what ``sensorgym train`` and ``sensorgym eval`` run: a run directory holds the
 model, the observation-normalization statistics, the config and TensorBoard logs.
 
+PPO trains in whole rollouts of ``n_steps`` x ``n_envs`` steps, so a run trains
+:func:`planned_timesteps` steps: the budget rounded up to whole rollouts. The final score is the mean
+return of ``eval_episodes`` episodes of the deterministic policy on envs seeded with ``seed + 10_000``
+(:func:`eval_seed`); ``evaluate_saved`` uses the same seed and episode count by default, so
+``sensorgym eval <run>`` reproduces the score ``sensorgym train`` printed.
+
 Example:
     >>> import sensorgym as sg
     >>> from sensorgym.training import train_ppo
@@ -17,9 +23,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +40,14 @@ from .options import SensorOptions
 __all__ = [
     "CRITIC_TYPES",
     "DEFAULT_PPO",
+    "TrainingInterrupted",
+    "eval_seed",
     "evaluate",
     "evaluate_saved",
     "make_training_env",
+    "planned_timesteps",
+    "rollout_steps",
+    "sample_sd",
     "train_from_config",
     "train_ppo",
 ]
@@ -53,6 +68,126 @@ DEFAULT_PPO: dict[str, Any] = dict(
     use_sde=True,
     sde_sample_freq=4,
 )
+
+
+#: the final evaluation's envs are seeded with ``seed + EVAL_SEED_OFFSET`` (never the training seeds)
+EVAL_SEED_OFFSET = 10_000
+
+
+def eval_seed(seed: int) -> int:
+    """The seed of the evaluation envs of a run trained with ``seed``.
+
+    Example:
+        >>> eval_seed(3)
+        10003
+    """
+    return int(seed) + EVAL_SEED_OFFSET
+
+
+def rollout_steps(ppo_kwargs: Mapping[str, Any] | None, n_envs: int) -> int:
+    """Steps per PPO rollout: ``n_steps`` (per env) x ``n_envs``; PPO trains whole rollouts only.
+
+    Example:
+        >>> rollout_steps(None, 4)   # DEFAULT_PPO's n_steps = 1024
+        4096
+    """
+    return int({**DEFAULT_PPO, **dict(ppo_kwargs or {})}["n_steps"]) * int(n_envs)
+
+
+def planned_timesteps(budget: int, rollout: int, start: int = 0) -> int:
+    """The steps PPO actually trains for a ``budget``: from ``start``, whole rollouts until >= budget.
+
+    Example:
+        >>> planned_timesteps(50_000, 4096)   # 13 rollouts
+        53248
+        >>> planned_timesteps(50_000, 4096, start=8)   # resumed mid-rollout at step 8
+        53256
+    """
+    if start >= budget:
+        return int(start)
+    return int(start + math.ceil((budget - start) / rollout) * rollout)
+
+
+def sample_sd(values: Any) -> float:
+    """The sample standard deviation (ddof=1), 0.0 for fewer than two values.
+
+    Example:
+        >>> sample_sd([1.0, 2.0, 3.0])
+        1.0
+    """
+    xs = np.asarray(values, dtype=float)
+    return float(np.std(xs, ddof=1)) if xs.size > 1 else 0.0
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped on Ctrl-C (SIGINT) after writing a checkpoint it can resume from.
+
+    ``timesteps``: steps trained when it stopped; ``checkpoint``: the checkpoint folder (``None`` when the
+    run had none).
+    """
+
+    def __init__(self, timesteps: int, checkpoint: Path | None) -> None:
+        super().__init__(f"training interrupted at {timesteps} steps")
+        self.timesteps, self.checkpoint = int(timesteps), checkpoint
+
+
+@contextlib.contextmanager
+def _first_sigint_sets(event: threading.Event) -> Iterator[None]:
+    """While active (main thread only): the first SIGINT sets ``event`` (training stops at its next env
+    step and checkpoints), a second one raises ``KeyboardInterrupt`` at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if event.is_set():
+            raise KeyboardInterrupt
+        event.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop_callback(event: threading.Event) -> Any:
+    """An SB3 callback that ends training at the next env step once ``event`` is set, leaving the model's
+    last observation consistent with the envs (so the checkpoint written at training end resumes)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StopOnEvent(BaseCallback):
+        def _on_step(self) -> bool:
+            if not event.is_set():
+                return True
+            # SB3 returns before storing this step's observation; store it so model and envs agree
+            if "new_obs" in self.locals and "dones" in self.locals:
+                self.model._last_obs = self.locals["new_obs"]
+                self.model._last_episode_starts = self.locals["dones"]
+            return False
+
+    return StopOnEvent()
+
+
+def _progress_callback(total: int) -> Any:
+    """A tqdm bar over the steps PPO will actually train (``total``: the budget rounded up to rollouts)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Progress(BaseCallback):
+        def _on_training_start(self) -> None:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, initial=self.num_timesteps, unit="step", desc="training")
+
+        def _on_step(self) -> bool:
+            self.bar.update(self.num_timesteps - self.bar.n)
+            return True
+
+        def _on_training_end(self) -> None:
+            self.bar.update(self.num_timesteps - self.bar.n)
+            self.bar.close()
+
+    return Progress()
 
 
 def make_training_env(
@@ -107,8 +242,11 @@ def _normalized(env: Any, gamma: float, training: bool = True) -> Any:
     )
 
 
-def _eval_callback(make_eval_env: Callable[[], Any], every: int, episodes: int, train_env: Any) -> Any:
-    """Evaluate every ``every`` timesteps and log ``eval/mean_return`` (TensorBoard and stdout log)."""
+def _eval_callback(
+    make_eval_env: Callable[[], Any], every: int, episodes: int, train_env: Any, until: int
+) -> Any:
+    """Evaluate every ``every`` timesteps before step ``until`` (where the final score takes over) on the
+    final evaluation's envs, and log ``eval/mean_return`` (TensorBoard)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     class PeriodicEval(BaseCallback):
@@ -118,7 +256,7 @@ def _eval_callback(make_eval_env: Callable[[], Any], every: int, episodes: int, 
             self.history: list[tuple[int, float]] = []
 
         def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next_at:
+            if self.next_at <= self.num_timesteps < until:
                 self.next_at += every
                 env = make_eval_env()
                 if hasattr(train_env, "obs_rms"):
@@ -158,6 +296,7 @@ def train_ppo(
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int = 0,
     resume: bool = False,
+    interruptible: bool = False,
 ) -> dict[str, Any]:
     """Train PPO with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` + ``"critic"``)
     critic and evaluate it, optionally under a different sensor configuration (``eval_sensors``).
@@ -166,7 +305,17 @@ def train_ppo(
     of the envs, random states) is written every ``checkpoint_every`` steps and at the end; ``resume``
     continues from it exactly, mid-episode, in a fresh process.
 
-    Returns a dict with the evaluation mean/std return, timings and the settings of the run.
+    PPO trains whole rollouts, so ``timesteps`` is a budget: the run trains
+    ``planned_timesteps(timesteps, rollout_steps(ppo_kwargs, n_envs))`` steps (``progress_bar`` counts
+    to that). The final score is the mean return of ``eval_episodes`` episodes of the deterministic policy
+    on envs seeded ``eval_seed(seed)``; the periodic evaluations (``eval_every``) use the same envs.
+
+    With ``interruptible`` (main thread only), the first Ctrl-C stops training at the next env step,
+    writes the checkpoint (with ``checkpoint_dir``) and raises :class:`TrainingInterrupted`.
+
+    Returns a dict with the final score (``eval_return_mean``, ``eval_return_std`` (ddof=1),
+    ``eval_returns``, ``eval_episodes``, ``eval_seed``), ``timesteps`` (trained),
+    ``timesteps_budget``, ``rollout_steps``, timings and the settings of the run.
     """
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
@@ -211,27 +360,40 @@ def train_ppo(
             policy_kwargs=dict(critic_keys=critic_keys, net_arch=dict(pi=[64, 64], vf=[64, 64])),
             **kwargs,
         )
+    rollout = rollout_steps(kwargs, n_envs)
+    planned = planned_timesteps(timesteps, rollout, model.num_timesteps)
+    stop = threading.Event()
     callbacks = [callback] if callback is not None else []
+    callbacks.append(_stop_callback(stop))
+    if progress_bar:
+        callbacks.append(_progress_callback(planned))
     periodic = None
     if eval_every:
         periodic = _eval_callback(
-            lambda: make_env(eval_sensors or sensors, seed + 20_000, False), eval_every, eval_episodes, env
+            lambda: make_env(eval_sensors or sensors, eval_seed(seed), False),
+            eval_every,
+            eval_episodes,
+            env,
+            until=planned,
         )
         callbacks.append(periodic)
     if ckpt is not None:
         # every `checkpoint_every` steps at a rollout boundary, and at the end (SensorCheckpointCallback)
         callbacks.append(SensorCheckpointCallback(str(ckpt), checkpoint_every or timesteps))
     start = time.perf_counter()
-    model.learn(
-        max(timesteps - model.num_timesteps, 0),
-        callback=CallbackList(callbacks) if callbacks else None,
-        progress_bar=progress_bar,
-        reset_num_timesteps=model.num_timesteps == 0,
-    )
+    with _first_sigint_sets(stop) if interruptible else contextlib.nullcontext():
+        model.learn(
+            max(timesteps - model.num_timesteps, 0),
+            callback=CallbackList(callbacks),
+            reset_num_timesteps=model.num_timesteps == 0,
+        )
     train_seconds = time.perf_counter() - start
+    if stop.is_set():
+        env.close()
+        raise TrainingInterrupted(model.num_timesteps, ckpt)
     if on_model is not None:
         on_model(model, env)
-    eval_env = make_env(eval_sensors or sensors, seed + 10_000, False)
+    eval_env = make_env(eval_sensors or sensors, eval_seed(seed), False)
     if normalize:
         eval_env.obs_rms = env.obs_rms
     returns = evaluate(model, eval_env, eval_episodes)
@@ -241,9 +403,13 @@ def train_ppo(
         "critic": critic,
         "seed": seed,
         "timesteps": int(model.num_timesteps),
+        "timesteps_budget": int(timesteps),
+        "rollout_steps": rollout,
         "eval_return_mean": float(np.mean(returns)),
-        "eval_return_std": float(np.std(returns)),
+        "eval_return_std": sample_sd(returns),
         "eval_returns": returns,
+        "eval_episodes": len(returns),
+        "eval_seed": eval_seed(seed),
         "train_seconds": train_seconds,
         "eval_history": periodic.history if periodic is not None else [],
     }
@@ -476,22 +642,30 @@ def train_from_config(
     seed: int | None = None,
     checkpoint_every: int = 0,
     resume: bool = False,
+    interruptible: bool = False,
 ) -> dict[str, Any]:
     """``sensorgym train``: train, evaluate, and save the run to ``out``: ``model.zip``,
-    ``vecnormalize.pkl`` (if normalizing), ``config.json`` (the full config), ``result.json``, TensorBoard
-    logs under ``tb/`` and a resumable ``checkpoint/`` (written every ``checkpoint_every`` steps and at the
-    end; ``resume`` continues from it with the config saved beside it)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if resume:
-        if not (out / "checkpoint" / "model.zip").exists():
-            raise FileNotFoundError(
-                f"{out}: no checkpoint to resume. Fix: pass the --out of a run that was "
-                "trained with sensorgym train (it writes checkpoint/)."
-            )
-        from .config import parse_config
+    ``vecnormalize.pkl`` (if normalizing), ``config.json`` (the full config, with the ``timesteps`` and
+    ``seed`` actually used), ``result.json`` (the final score, its episodes and seed, the steps trained),
+    TensorBoard logs under ``tb/`` and a resumable ``checkpoint/`` (written every ``checkpoint_every``
+    steps, at the end, and on Ctrl-C with ``interruptible``; ``resume`` continues from it with the config
+    saved beside it, and ``timesteps`` may then raise the budget)."""
+    from .config import UserError, parse_config
 
+    out = Path(out)
+    if resume:
+        if not (out / "checkpoint" / "model.zip").exists() or not (out / "config.json").exists():
+            raise UserError(
+                f"--out {out}: no checkpoint to resume there. Fix: pass the --out of a run that "
+                "`sensorgym train` wrote (it holds config.json and checkpoint/), or drop --resume."
+            )
         cfg = parse_config(json.loads((out / "config.json").read_text()))
+    out.mkdir(parents=True, exist_ok=True)
+    algorithm = cfg.raw.setdefault("algorithm", {})
+    if timesteps is not None:
+        cfg.algorithm.timesteps = algorithm["timesteps"] = int(timesteps)
+    if seed is not None:
+        cfg.algorithm.seed = algorithm["seed"] = int(seed)
     (out / "config.json").write_text(json.dumps(cfg.raw, indent=2, default=str))
 
     def save(model: Any, env: Any) -> None:
@@ -503,8 +677,8 @@ def train_from_config(
         cfg.env.id,
         cfg.sensors,
         critic=cfg.critic.type,
-        timesteps=timesteps if timesteps is not None else cfg.algorithm.timesteps,
-        seed=seed if seed is not None else cfg.algorithm.seed,
+        timesteps=cfg.algorithm.timesteps,
+        seed=cfg.algorithm.seed,
         eval_episodes=cfg.algorithm.eval_episodes,
         tensorboard_log=str(out / "tb"),
         callback=callback,
@@ -514,6 +688,7 @@ def train_from_config(
         checkpoint_dir=out / "checkpoint",
         checkpoint_every=checkpoint_every,
         resume=resume,
+        interruptible=interruptible,
         **_config_kwargs(cfg),
     )
     (out / "result.json").write_text(json.dumps(result, indent=2))
@@ -521,28 +696,47 @@ def train_from_config(
 
 
 def evaluate_saved(
-    run_dir: str | Path, cfg: Any = None, episodes: int | None = None, seed: int = 12_345
+    run_dir: str | Path,
+    cfg: Any = None,
+    episodes: int | None = None,
+    seed: int | None = None,
+    config_name: str | None = None,
 ) -> dict[str, Any]:
-    """``sensorgym eval``: replay a saved run, under its own sensor config or another one (``cfg``),
-    e.g. trained clean and tested noisy. The observation layout must match the one trained on."""
+    """``sensorgym eval``: replay a saved run, under its own sensor config or another one (``cfg``, read
+    from ``config_name``), e.g. trained clean and tested noisy. The observation layout must match the one
+    trained on.
+
+    By default it uses the final score's evaluation seed and episode count (from ``result.json``), so with
+    the run's own config it reproduces that score exactly, and under another config the episodes start
+    from the same initial states (a paired comparison).
+
+    Returns ``eval_return_mean``, ``eval_return_std`` (ddof=1), ``eval_returns``, ``eval_episodes``,
+    ``eval_seed`` and ``trained_score`` (the final score saved at training, or ``None``).
+    """
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from .config import parse_config
+    from .config import UserError, parse_config
 
     run_dir = Path(run_dir)
-    if not (run_dir / "model.zip").exists():
-        raise FileNotFoundError(
-            f"{run_dir}: no model.zip. Fix: pass the directory `sensorgym train --out` wrote."
-        )
+    fix = "Fix: pass the run directory `sensorgym train --out` wrote (default: sensorgym_outputs/train)."
+    if run_dir.is_file():
+        raise UserError(f"{run_dir} is a file; sensorgym eval needs a run directory. {fix}")
+    if not (run_dir / "model.zip").exists() or not (run_dir / "config.json").exists():
+        what = "does not exist" if not run_dir.exists() else "holds no trained model (model.zip, config.json)"
+        raise UserError(f"run directory {run_dir} {what}. {fix}")
     trained = parse_config(json.loads((run_dir / "config.json").read_text()))
+    saved = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
     cfg = cfg or trained
+    seed = seed if seed is not None else saved.get("eval_seed", eval_seed(trained.algorithm.seed))
+    episodes = episodes or saved.get("eval_episodes") or cfg.algorithm.eval_episodes
     env = make_training_env(
         cfg.env.id,
         cfg.sensors,
         n_envs=cfg.env.n_envs,
         seed=seed,
         env_kwargs=cfg.env.kwargs,
+        vectorization_mode=cfg.env.vectorization,
         policy=cfg.policy,
         critic=cfg.critic.sensors,
         critic_env_obs=cfg.critic.env_obs,
@@ -551,19 +745,24 @@ def evaluate_saved(
     model = PPO.load(run_dir / "model.zip", device="cpu")
     want, got = model.observation_space["policy"].shape, env.observation_space["policy"].shape
     if want != got:
-        raise ValueError(
-            f"the eval config gives 'policy' observations of shape {got}, the model was trained on {want}. "
-            "Fix: change only imperfection levels (noise, delay, ...), not the policy sensors or history."
+        env.close()
+        raise UserError(
+            f"{config_name or 'the eval config'}: its policy sensors give observations of shape {got}, "
+            f"the model in {run_dir} was trained on {want}. Fix: change only imperfection levels "
+            "(noise, delay, bias, ...), not the policy sensors, their index or history_length."
         )
     if model.observation_space["critic"].shape != env.observation_space["critic"].shape:
         env = _BlankCritic(env, model.observation_space["critic"])  # the actor never reads it
     if (run_dir / "vecnormalize.pkl").exists():
         env = VecNormalize.load(str(run_dir / "vecnormalize.pkl"), env)
         env.training, env.norm_reward = False, False
-    returns = evaluate(model, env, episodes or cfg.algorithm.eval_episodes)
+    returns = evaluate(model, env, episodes)
     env.close()
     return {
         "eval_return_mean": float(np.mean(returns)),
-        "eval_return_std": float(np.std(returns)),
+        "eval_return_std": sample_sd(returns),
         "eval_returns": returns,
+        "eval_episodes": len(returns),
+        "eval_seed": int(seed),
+        "trained_score": saved.get("eval_return_mean"),
     }
