@@ -48,7 +48,7 @@ from ..options import SensorOptions, option_error
 from ..randomization import Distribution
 from ..sensor import Sensor
 from ..values import as_int, as_real
-from .mujoco_base import MujocoSensor, mj_handles, name_to_id, state_key
+from .mujoco_base import MujocoSensor, check_extracted, mj_handles, name_to_id, state_key
 
 __all__ = ["CameraOptions", "DepthCameraOptions", "DepthCameraSensor", "RGBCameraSensor"]
 
@@ -288,22 +288,11 @@ class _CameraSensor(Sensor):
 
     @classmethod
     def _check_state(cls, state: Any, md: Any) -> None:
-        for s in md.sensors:
-            key = s.state_key
-            if key not in state:
-                raise ValueError(
-                    f"sensor {s.name!r} ({cls.__name__}) has no image in the state: cameras render inside "
-                    "each sub-env. Fix: build the env with make_sensor_vec(...) or add "
-                    "SimStateExtractor(env, sensors) to every sub-env (gym.make_vec(..., wrappers=[...]))."
-                )
-            width = s.cache_slice.stop - s.cache_slice.start
-            shape = tuple(np.shape(state[key]))
-            if len(shape) != 2 or shape[0] != md.num_envs or shape[1] != width:
-                o = s.options
-                raise ValueError(
-                    f"sensor {s.name!r}: image of shape {shape}, expected ({md.num_envs}, {width}) for a "
-                    f"{o.width}x{o.height} {'depth' if cls.depth else 'RGB'} image flattened per env."
-                )
+        def detail(s: Any) -> str:
+            o = s.options
+            return f" for a {o.width}x{o.height} {'depth' if cls.depth else 'RGB'} image flattened per env"
+
+        check_extracted(cls, state, md, "image", "cameras render inside each sub-env", detail)
 
     @classmethod
     def _noise_columns(cls, md: Any) -> torch.Tensor | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,7 +28,15 @@ import torch
 from ..options import SimpleSensorOptions
 from ..sensor import SimpleSensor
 
-__all__ = ["MujocoSensor", "MujocoSensorOptions", "mj_handles", "name_to_id", "state_key", "sync_mjdata"]
+__all__ = [
+    "MujocoSensor",
+    "MujocoSensorOptions",
+    "check_extracted",
+    "mj_handles",
+    "name_to_id",
+    "state_key",
+    "sync_mjdata",
+]
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _KEYS: dict[int, tuple[Any, str]] = {}
@@ -53,6 +62,28 @@ def sync_mjdata(env: Any) -> None:
     model, data = mj_handles(env)
     mujoco.mj_forward(model, data)
     mujoco.mj_rnePostConstraint(model, data)
+
+
+def check_extracted(
+    cls: type, state: Any, md: Any, noun: str, where: str, detail: Callable[[Any], str] | None = None
+) -> None:
+    """Every sensor of ``cls`` finds its ``(B, width)`` entry, measured inside the sub-envs, in ``state``;
+    otherwise a ``ValueError`` naming the sensor and the fix (the catalog and the cameras share this)."""
+    for s in md.sensors:
+        key = s.state_key
+        if key not in state:
+            raise ValueError(
+                f"sensor {s.name!r} ({cls.__name__}) has no {noun} in the state: {where}. Fix: build the env "
+                "with make_sensor_vec(...) or add SimStateExtractor(env, sensors) to every sub-env "
+                "(gym.make_vec(..., wrappers=[...]))."
+            )
+        width = s.cache_slice.stop - s.cache_slice.start
+        shape = tuple(np.shape(state[key]))
+        if len(shape) != 2 or shape[0] != md.num_envs or shape[1] != width:
+            extra = detail(s) if detail is not None else ""
+            raise ValueError(
+                f"sensor {s.name!r}: {noun} of shape {shape}, expected ({md.num_envs}, {width}){extra}."
+            )
 
 
 def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
@@ -140,20 +171,7 @@ class MujocoSensor(SimpleSensor):
 
     @classmethod
     def _check_state(cls, state: Any, md: Any) -> None:
-        for s in md.sensors:
-            key = s.state_key
-            if key not in state:
-                raise ValueError(
-                    f"sensor {s.name!r} ({cls.__name__}) has no measurement in the state: its data is "
-                    "computed inside each sub-env. Fix: build the env with make_sensor_vec(...) or add "
-                    "SimStateExtractor(env, sensors) to every sub-env (gym.make_vec(..., wrappers=[...]))."
-                )
-            width = s.cache_slice.stop - s.cache_slice.start
-            shape = tuple(np.shape(state[key]))
-            if len(shape) != 2 or shape[0] != md.num_envs or shape[1] != width:
-                raise ValueError(
-                    f"sensor {s.name!r}: measurement of shape {shape}, expected ({md.num_envs}, {width})."
-                )
+        check_extracted(cls, state, md, "measurement", "its data is computed inside each sub-env")
 
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
