@@ -151,6 +151,11 @@ def _named(fn: Callable[..., Any], name: str) -> bool:
     return name in _parameters(fn)
 
 
+def _required(fn: Callable[..., Any], name: str) -> bool:
+    p = _parameters(fn).get(name)
+    return p is not None and p.default is inspect.Parameter.empty
+
+
 def _accepts(fn: Callable[..., Any], name: str) -> bool:
     params = _parameters(fn)
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -169,7 +174,9 @@ def register(
     The training vec env and the default player's env (``env_creator``) are both :class:`RlGamesVecEnv`.
     rl_games' ``seed`` is passed to ``make_env`` when it takes ``seed`` (or ``**kwargs``) and seeds the
     first reset either way; ``num_actors`` is passed as ``num_envs`` when ``make_env`` takes it, and a
-    factory that builds another number of envs is refused. With ``runner`` (an ``rl_games.torch_runner.
+    factory that builds another number of envs is refused. The default player calls ``env_creator`` with
+    ``params.config.player.env_config`` (else ``env_config``) and no ``num_actors``: give ``num_envs`` a
+    default (or put it in that ``env_config``). With ``runner`` (an ``rl_games.torch_runner.
     Runner``), its ``a2c_continuous`` algorithm becomes :class:`SensorA2CAgent` (time-outs bootstrapped
     from the terminal state).
 
@@ -196,6 +203,12 @@ def register(
             kwargs["seed"] = seed
         if num_actors is not None and "num_envs" not in kwargs and _named(make_env, "num_envs"):
             kwargs["num_envs"] = num_actors
+        if num_actors is None and "num_envs" not in kwargs and _required(make_env, "num_envs"):
+            raise TypeError(
+                f"rl_games env {name!r}: the default player builds its env with env_creator(**env_config), "
+                "which passes no number of envs, but the factory requires num_envs. Fix: give num_envs a "
+                "default in the factory, or set params.config.player.env_config.num_envs."
+            )
         venv = make_env(**kwargs)
         if num_actors is not None and venv.num_envs != num_actors:
             venv.close()

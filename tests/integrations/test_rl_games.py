@@ -220,3 +220,13 @@ def test_num_actors_mismatch_is_a_clear_error(tmp_path):
     runner.load(_params(tmp_path, "sensorgym_test_fixed", num_actors=N))
     with pytest.raises(ValueError, match=r"num_actors=8, but the factory built 4 envs.*Fix"):
         runner.run({"train": True, "play": False})
+
+
+def test_player_env_of_a_factory_without_default_size_is_a_clear_error():
+    from rl_games.common import env_configurations
+
+    register("sensorgym_test_sized", lambda num_envs: sensor_env(num_envs))
+    creator = env_configurations.configurations["sensorgym_test_sized"]["env_creator"]
+    with pytest.raises(TypeError, match=r"requires num_envs\. Fix"):
+        creator()
+    assert creator(num_envs=2).num_envs == 2  # e.g. params.config.player.env_config.num_envs
