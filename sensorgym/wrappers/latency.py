@@ -260,6 +260,8 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._draw = torch.zeros(2, b, dtype=torch.float32, device=dev)
         self._refresh()
         self._torch_env: bool | None = None  # learnt from the first reset observation
+        self._on_host = self.device.type == "cpu"
+        self._pad_first = isinstance(self.initial_action, str) and self.initial_action == "first"
         self._slots = torch.arange(1, self.max_shift + 1, device=dev)  # in-flight slot k: k + 1 steps back
         self._k = torch.arange(self.max_shift, device=dev)
 
@@ -343,6 +345,8 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._scratch.div_(self.dt)
         self._jitter_steps.copy_(self._scratch)
         self._jitter_ceil.copy_(self._scratch.sub_(_EPS).ceil_().clamp_(min=0))
+        jitter = torch.minimum(self._jitter_s, self._delay_s)
+        self._latency = torch.stack([self._delay_steps.to(torch.float64) * self.dt, jitter], 1).float()
 
     def _resample(self, rows: torch.Tensor) -> None:
         changed = False
@@ -356,7 +360,12 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             self._refresh()
 
     def _reset_rows(self, rows: torch.Tensor) -> None:
-        """Start a new episode in ``rows``: empty queue, new delay/jitter, the initial action applied."""
+        """Start a new episode in ``rows``: empty queue, new delay/jitter, the initial action applied.
+
+        On the host an empty mask is skipped (checking it costs nothing there; the random stream then
+        depends only on which envs reset). On an accelerator the mask is applied as is: no device sync."""
+        if self._on_host and not bool(rows.any()):
+            return
         self._resample(rows)
         self._ep_t.masked_fill_(rows, 0)
         self._prev.masked_fill_(rows, _FAR)
@@ -379,12 +388,10 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         return torch.where(keep, window, self._applied[:, None])
 
     def _entries(self) -> dict[str, Any]:
-        jitter = torch.minimum(self._jitter_s, self._delay_s)
-        latency = torch.stack([self._delay_steps.to(torch.float64) * self.dt, jitter], 1)
         out = {
             IN_FLIGHT_KEY: self._in_flight(),
             APPLIED_KEY: self._applied.clone(),
-            LATENCY_KEY: latency.to(torch.float32),
+            LATENCY_KEY: self._latency.clone(),
         }
         if self._torch_env:
             return out
@@ -413,16 +420,14 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         a = self._to_ring(actions)
         slot = self._clock % (self.max_shift + 1)
         self._ring[slot] = a
-        start = (self._ep_t == 0).view(self._col)
-        self._first = torch.where(start, a, self._first)
+        if self._pad_first:  # the episode's first action pads its start
+            self._first = torch.where((self._ep_t == 0).view(self._col), a, self._first)
         shift = torch.minimum(self._shift(), self._prev + 1)  # never older than the previous action
         padded = (self._ep_t - shift) < 0
-        queued = self._ring[(self._clock - shift) % (self.max_shift + 1), self._rows]
-        fill = (
-            self._first
-            if isinstance(self.initial_action, str) and self.initial_action == "first"
-            else self._init
-        )
+        # ring row of the action chosen `shift` steps ago, per env: one gather on the flat (R*B) view
+        flat = ((self._clock - shift) % (self.max_shift + 1)).mul_(self.num_envs).add_(self._rows)
+        queued = self._ring.view(-1, *self.action_shape).index_select(0, flat)
+        fill = self._first if self._pad_first else self._init
         applied = torch.where(padded.view(self._col), fill, queued)
         self._prev = shift
         self._ep_t = self._ep_t + 1

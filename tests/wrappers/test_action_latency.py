@@ -347,7 +347,7 @@ def test_matches_slow_reference(backend, mode, delay, jitter, initial):
     run_against_reference(backend, mode, 5, delay, jitter, initial, steps=60, seed=3)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     backend=st.sampled_from(["numpy", "torch"]),
     mode=st.sampled_from(MODES),
@@ -592,6 +592,34 @@ def test_state_dict_round_trip_mid_episode(backend, mode):
             assert x.tobytes() == y.tobytes()
 
 
+def test_sensor_observation_checkpoint_covers_the_latency():
+    """SensorObservation.state_dict(include_envs=True) snapshots the wrapped env, ActionLatency included."""
+
+    def make():
+        envs = gym.make_vec(
+            "Pendulum-v1", num_envs=3, vectorization_mode="sync", vector_kwargs={"autoreset_mode": "SameStep"}
+        )
+        lat = ActionLatency(envs, delay=sg.Uniform(0.0, 0.1), jitter=0.05, seed=0)
+        sensors = {"a": sg.StateSensorOptions(key="obs", noise=0.1), **lat.critic_sensors()}
+        return SensorObservation(lat, sensors, policy=["a"], seed=0)
+
+    acts = np.random.default_rng(0).uniform(-2, 2, (60, 3, 1)).astype(np.float32)
+    env = make()
+    env.reset(seed=0)
+    for k in range(20):
+        env.step(acts[k])
+    state = env.state_dict(include_envs=True)
+    expected = [env.step(acts[k])[0] for k in range(20, 60)]
+    fresh = make()
+    fresh.reset(seed=5)
+    fresh.load_state_dict(state)
+    assert isinstance(fresh.env, ActionLatency)
+    for k, e in zip(range(20, 60), expected, strict=True):
+        got = fresh.step(acts[k])[0]
+        for key in ("policy", "critic"):
+            assert got[key].tobytes() == e[key].tobytes()
+
+
 def test_load_state_dict_refuses_a_different_wrapper():
     lat = ActionLatency(make_envs("numpy", AutoresetMode.SAME_STEP, 3), delay=0.2)
     lat.reset(seed=0)
@@ -717,6 +745,8 @@ def test_batched_pendulum_torch(mode):
 
 
 def test_sb3_composition():
+    """SB3: PPO trains through SensorObservation(ActionLatency(...)); a terminal observation's critic part
+    holds the actions that were in flight when the episode ended."""
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
 
@@ -729,14 +759,38 @@ def test_sb3_composition():
         vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
     )
     lat = ActionLatency(envs, delay=0.1, jitter=0.05, seed=0)
-    env = SensorObservation(
-        lat,
-        {"angle": sg.StateSensorOptions(key="obs", index=[0, 1]), **lat.critic_sensors()},
-        policy=["angle"],
-        seed=0,
-    )
-    model = PPO(AsymmetricActorCriticPolicy, SB3VecEnv(env), n_steps=32, batch_size=32, seed=0)
+    sensors = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1]), **lat.critic_sensors()}
+    venv = SB3VecEnv(SensorObservation(lat, sensors, policy=["angle"], seed=0))
+    venv.seed(0)
+    venv.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        obs, _, dones, infos = venv.step(rng.uniform(-2, 2, (2, 1)).astype(np.float32))
+    assert dones.all()  # Pendulum truncates at 200 steps
+    np.testing.assert_array_equal(obs["critic"][:, 2:5], 0.0)  # the reset observations: nothing in flight
+    for i in range(2):
+        terminal = infos[i]["terminal_observation"]["critic"][2:5]
+        np.testing.assert_array_equal(terminal, infos[i][IN_FLIGHT_KEY].ravel())
+        assert np.abs(terminal).max() > 0
+    model = PPO(AsymmetricActorCriticPolicy, venv, n_steps=32, batch_size=32, seed=0)
     model.learn(64)
+
+
+def test_async_equals_sync():
+    def run(mode):
+        envs = gym.make_vec(
+            "Pendulum-v1", num_envs=2, vectorization_mode=mode, vector_kwargs={"autoreset_mode": "SameStep"}
+        )
+        lat = ActionLatency(envs, delay=0.1, jitter=0.1, seed=1)
+        out = [lat.reset(seed=0)[0]]
+        for k in range(30):
+            obs, _, _, _, info = lat.step(np.full((2, 1), np.sin(k), np.float32))
+            out += [obs, info[IN_FLIGHT_KEY]]
+        lat.close()
+        return out
+
+    for a, b in zip(run("sync"), run("async"), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_docs_code_blocks_run():
