@@ -426,7 +426,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         padded = (self._ep_t - shift) < 0
         # ring row of the action chosen `shift` steps ago, per env: one gather on the flat (R*B) view
         flat = ((self._clock - shift) % (self.max_shift + 1)).mul_(self.num_envs).add_(self._rows)
-        queued = self._ring.view(-1, *self.action_shape).index_select(0, flat)
+        queued = self._ring.reshape(-1, *self.action_shape).index_select(0, flat)
         fill = self._first if self._pad_first else self._init
         applied = torch.where(padded.view(self._col), fill, queued)
         self._prev = shift
