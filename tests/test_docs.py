@@ -18,7 +18,14 @@ def python_blocks(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "page", ["docs/custom_sensors.md", "docs/pipeline.md", "docs/integration.md", "README.md"]
+    "page",
+    [
+        "docs/custom_sensors.md",
+        "docs/pipeline.md",
+        "docs/integration.md",
+        "docs/action_latency.md",
+        "README.md",
+    ],
 )
 def test_code_blocks_run(page):
     blocks = python_blocks(ROOT / page)
