@@ -260,6 +260,8 @@ def test_checkpoint_round_trip_is_bit_identical(tmp_path, algo):
         assert torch.equal(after[k], reference[k]), f"{algo.__name__}: {k} differs after resuming"
     for k in reference_obs:
         np.testing.assert_array_equal(resumed._last_obs[k], reference_obs[k])
+    again, _ = load_checkpoint(tmp_path, _pendulum_env(), device="cpu")  # the requested device
+    assert type(again) is algo and again.device == torch.device("cpu")
 
 
 # -- env_is_wrapped / evaluate_policy --------------------------------------------------------------------
