@@ -108,6 +108,8 @@ def _ring_depths(manager: SensorManager) -> list[int]:
         for ring in (st.gt_ring, st.m_ring, st.hist):
             if ring is not None:
                 depths.append(ring.depth)
+        if st.sampler is not None and st.sampler.sample_ring is not None:
+            depths.append(st.sampler.sample_ring.depth)
     return depths
 
 
@@ -195,3 +197,5 @@ class CapturedStep:
         graph = self.graphs[(mgr.clock.t - self.t0) % self.period]  # captured at this clock phase
         mgr.clock.tick()
         graph.replay()
+        # the graph wrote the clock value of its capture: the episode start of a reset env is now
+        mgr.episode_start.masked_fill_(self.static_mask, mgr.clock.t)

@@ -106,6 +106,8 @@ class SensorManager:
         self._stores: dict[type, ClassStorage] = {}
         self._all_rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self._saved: list[torch.Tensor] = []
+        # the clock value at each env's last reset: steps since the reset = clock.t - episode_start
+        self.episode_start = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
 
     # -- configuration ---------------------------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
@@ -292,21 +294,25 @@ class SensorManager:
         # nan_policy="raise") must not lose captured snapshots: both save the rows a capture writes.
         keep = None
         if not advancing or self._any_raise:
-            keep = []
+            keep = [self.episode_start]
             for st in self._stores.values():
                 keep += st.row_state()
                 if mask is not None and self._any_raise:
                     # resampling writes only the reset rows; their old values matter only if the
                     # capture can fail half-way (nan_policy="raise") and must be undone
-                    keep += list(st.md.parameter_tensors())
+                    keep += st.parameter_tensors()
             self._save(keep)
             rng_state = self.random.get_state()  # a failed capture must not consume random numbers
         try:
             rows = None if advancing else mask  # the envs this capture is for
+            if mask is not None:
+                self.episode_start.masked_fill_(mask, self.clock.t)
             for st in self._stores.values():
                 st.md.reset_mask, st.md.advancing, st.md.capture_rows = mask, advancing, rows
                 if mask is not None:
                     st.md.resample(mask)
+                    if st.sampler is not None:
+                        st.sampler.resample(mask)
                     st.cls._reset_envs(st.md, mask)
             for group in self._groups.values():
                 if group.draws is None:
@@ -326,6 +332,8 @@ class SensorManager:
                 self.random.set_state(rng_state)
                 for st in self._stores.values():
                     st.md.refresh_derived()
+                    if st.sampler is not None:
+                        st.sampler.refresh_derived()
             if advancing:
                 self.clock.t -= 1
             raise
@@ -408,6 +416,18 @@ class SensorManager:
         ring = st.gt_ring if ground_truth else st.hist
         return sensor._pack(ring.history(n, sensor.return_slice), (self.num_envs, n))
 
+    def _read_age(self, sensor: Sensor) -> torch.Tensor:
+        """``(B,)`` float32 seconds since the sample behind ``sensor.read()`` was taken (SPEC 2.8)."""
+        self._require_built("read_age()")
+        st: ClassStorage = sensor._storage
+        steps = self.clock.t - self.episode_start  # steps since each env's reset
+        shift = st.current_shift(sensor.index)
+        if st.sampler is not None:
+            taken = st.sampler.sample_step(sensor.index, shift, self.clock.t)
+        else:  # every snapshot is a sample; padding shows the reset sample (step 0)
+            taken = (steps - shift).clamp_(min=0)
+        return ((steps - taken).to(torch.float64) * self.dt).to(torch.float32)
+
     def read_sensors(self, ground_truth: bool = False) -> dict[type, torch.Tensor]:
         """``{SensorClass: (B, [H,] cols)}`` new tensors; ``H`` is the class's longest history."""
         self._require_built("read_sensors()")
@@ -430,7 +450,11 @@ class SensorManager:
     # -- randomization and setters ---------------------------------------------------------------------
     def _read_randomization(self, sensor: Sensor) -> dict[str, torch.Tensor]:
         self._require_built("read_randomization()")
-        return sensor._storage.md.randomization(sensor)
+        st: ClassStorage = sensor._storage
+        out = st.md.randomization(sensor)
+        if st.sampler is not None:
+            out.update(st.sampler.randomization(sensor.index))
+        return out
 
     def randomization_names(self) -> list[str]:
         """Column names of :meth:`read_randomization`: ``"<sensor>.<field>"`` for delay and jitter (one
@@ -442,6 +466,9 @@ class SensorManager:
                 names += (
                     [f"{s.name}.{f}"] if f in ("delay", "jitter") else [f"{s.name}.{f}[{c}]" for c in comps]
                 )
+            sampler = s._storage.sampler
+            if sampler is not None:
+                names += [f"{s.name}.{f}" for f in sampler.randomized.get(s.index, [])]
         return names
 
     def read_randomization(self) -> torch.Tensor:
@@ -463,8 +490,9 @@ class SensorManager:
         st.md.set_time(sensor, name, value, self._to_rows(envs_idx), st.max_shift)
 
     # -- persistence -----------------------------------------------------------------------------------
-    #: version of :meth:`state_dict`'s format (3: class-major buffers and the sensors' options)
-    STATE_VERSION = 3
+    #: version of :meth:`state_dict`'s format (3: class-major buffers and the sensors' options; 4: the
+    #: sampler state of SPEC 2.8 and each env's episode start)
+    STATE_VERSION = 4
 
     def _layout(self) -> list[tuple[str, list[str], int, int]]:
         return [
@@ -494,6 +522,7 @@ class SensorManager:
             "num_envs": self.num_envs,
             "dt": self.dt,
             "t": self.clock.t,
+            "episode_start": self.episode_start.clone(),
             "generator": self.random.get_state(),
             "sensors": self._sensor_records(),
             "layout": self._layout(),
@@ -569,6 +598,9 @@ class SensorManager:
             for k, v in saved["flags"].items():
                 setattr(st.md, k, v)
             st.md.refresh_derived()
+            if st.sampler is not None:
+                st.sampler.refresh_derived()
+        self.episode_start.copy_(state_dict["episode_start"])
         self.clock.t = int(state_dict["t"])
         self.random.set_state(state_dict["generator"])
         self._plan_draws()

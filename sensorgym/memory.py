@@ -100,6 +100,7 @@ def memory_report(manager: SensorManager) -> MemoryReport:
     c = _Counter()
     shared = sum(c.count(vars(g)) for g in manager._groups.values())
     shared += c.count(manager.random.get_state())
+    shared += c.count(manager.episode_start)
     per_class = {st.cls.__name__: c.count(vars(st)) for st in manager._stores.values()}
     shared += c.count(manager._saved)
     return MemoryReport(sum(per_class.values()) + shared, shared, per_class, manager.num_envs)

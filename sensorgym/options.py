@@ -72,6 +72,21 @@ class SensorOptions:
             ``"hold"`` (keep the last finite raw value).
         max_delay: optional upper bound, in seconds, on ``delay + jitter`` that ``set_delay`` /
             ``set_jitter`` may reach at run time; the delay ring is sized for it.
+        update_period: the sampler's own period ``T`` in seconds (SPEC 2.8). ``T <= dt`` (default 0): a
+            sample every control step. ``T > dt``: with ``tau_t = t*dt - phase`` (``t`` = steps since the
+            env's reset), a sample is due at step ``t >= 1`` iff ``floor(tau_t/T + 1e-9) >
+            floor(tau_{t-1}/T + 1e-9)``, and always at the reset. Between samples the measured snapshot
+            repeats the last sample bit for bit (noise, bias and quantization included; the random walk
+            keeps drifting; ground truth is never held). Delay, jitter, padding and history then apply
+            to these per-step snapshots.
+        update_phase: the sampler's phase ``phi`` in seconds (``>= 0``); ``None`` (default) draws
+            ``phi ~ U[0, T)`` per env at every reset, so the samplers of a batch are not in lock-step.
+        dropout: probability in ``[0, 1)`` that a due sample is lost (the previous sample is held);
+            drawn per env per due sample (every step when ``T <= dt``); the reset sample is never lost.
+
+        ``update_period``, ``update_phase`` and ``dropout`` may be distributions, resampled per env at
+        every reset; the defaults (``0.0``, ``None``, ``0.0``) change nothing, the random stream
+        included. :meth:`~sensorgym.Sensor.read_age` gives the age of the sample behind a reading.
 
     Example:
         >>> import sensorgym as sg
@@ -85,9 +100,12 @@ class SensorOptions:
     padding_type: str = "reset"
     nan_policy: str = "propagate"
     max_delay: float | None = None
+    update_period: TimeValue = 0.0
+    update_phase: TimeValue | None = None
+    dropout: TimeValue = 0.0
 
     #: fields whose value may be a Distribution
-    randomizable: ClassVar[tuple[str, ...]] = ("delay", "jitter")
+    randomizable: ClassVar[tuple[str, ...]] = ("delay", "jitter", "update_period", "update_phase", "dropout")
 
     def __post_init__(self) -> None:
         self._validate()
@@ -111,7 +129,8 @@ class SensorOptions:
                 raise self._err(
                     name,
                     value,
-                    f"{name} must be bounded so the delay ring can be sized",
+                    f"{name} must be bounded"
+                    + (" so the delay ring can be sized" if name in ("delay", "jitter") else ""),
                     "give the Normal distribution a finite high=... bound",
                 )
             return
@@ -181,6 +200,30 @@ class SensorOptions:
                     f"use max_delay >= {d_hi + j_hi:g} or leave it None",
                 )
             object.__setattr__(self, "max_delay", as_real(self.max_delay))
+        self._check_time("update_period", self.update_period)
+        if self.update_phase is not None:
+            self._check_time("update_phase", self.update_phase)
+        self._check_dropout()
+
+    def _check_dropout(self) -> None:
+        value = self.dropout
+        fix = "pass a probability 0 <= dropout < 1, e.g. dropout=0.05 or dropout=sg.Uniform(0.0, 0.1)"
+        if isinstance(value, Distribution):
+            lo, hi = value.bounds
+            if lo < 0 or hi >= 1:
+                raise self._err(
+                    "dropout", value, f"it can produce {lo if lo < 0 else hi}, outside [0, 1)", fix
+                )
+            return
+        if not _is_number(value):
+            raise TypeError(
+                f"{type(self).__name__}.dropout={value!r} is invalid: expected a probability as a float "
+                f"or a Distribution. Fix: {fix}."
+            )
+        p = as_real(value)
+        if not (math.isfinite(p) and 0.0 <= p < 1.0):
+            raise self._err("dropout", value, "a lost-sample probability must satisfy 0 <= dropout < 1", fix)
+        object.__setattr__(self, "dropout", float(p))
 
     # -- helpers used by the manager -------------------------------------------------------------------
     def randomized_fields(self) -> tuple[str, ...]:
@@ -227,8 +270,7 @@ class SimpleSensorOptions(SensorOptions):
     resolution: ComponentValue = 0.0
 
     randomizable: ClassVar[tuple[str, ...]] = (
-        "delay",
-        "jitter",
+        *SensorOptions.randomizable,
         "noise",
         "bias",
         "random_walk",

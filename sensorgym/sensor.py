@@ -267,6 +267,13 @@ class Sensor(ABC):
         """Ground truth: like :meth:`read` but never delayed and without hardware imperfections."""
         return self._manager._read(self, history_length, ground_truth=True)
 
+    def read_age(self) -> torch.Tensor:
+        """``(B,)`` float32 seconds since the sample behind :meth:`read` was taken: ``(t - s) * dt`` with
+        ``t`` the steps since the env's reset and ``s`` the step of that sample (SPEC 2.8). It counts the
+        delay and any held sample; while a delayed read still shows padding, ``s`` is the reset step.
+        A new tensor."""
+        return self._manager._read_age(self)
+
     def _pack(self, flat: torch.Tensor, lead: tuple[int, ...]) -> Any:
         """Split ``(*lead, cols)`` into this sensor's field shapes."""
         fields = self.fields

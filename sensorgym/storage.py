@@ -8,7 +8,9 @@ Storage scopes (SPEC 2.4):
   (intermediate space), laid out the same way in every slot, over the classes that use the ring pipeline;
 * per class (:class:`ClassStorage`): return caches, GT and measured return-space rings (only when delay,
   jitter, history or an overridden ``_post_process`` needs them), the history ring of delayed reads, the
-  delay/jitter state. Without any of those the return caches are zero-copy views of the intermediate slice.
+  delay/jitter state, and the :class:`~sensorgym.sampler.Sampler` of classes whose sensors have their own
+  update rate or dropout (SPEC 2.8). Without any of those the return caches are zero-copy views of the
+  intermediate slice.
 
 Example:
     >>> import torch, sensorgym as sg
@@ -27,6 +29,7 @@ import torch
 
 from .metadata import SensorMetadata
 from .ring import Clock, Ring, SingleSlot
+from .sampler import Sampler, needs_sampler
 from .sensor import reads_timeline
 
 __all__ = ["ClassStorage", "DtypeGroup", "fill_rows"]
@@ -134,8 +137,22 @@ class ClassStorage:
         same_space = rdtype == group.dtype and rcols == islice.stop - islice.start
         self.H = max(s.options.history_length for s in sensors)
         self.max_shift = max(md.max_shift_per_sensor())
+        check_ring_memory(sensors, md, self.max_shift, rcols, rdtype)
+        self.sampler: Sampler | None = None
+        if any(needs_sampler(s.options, md.dt) for s in sensors):
+            self.sampler = Sampler(
+                sensors,
+                [_width(s) for s in sensors],
+                b,
+                md.dt,
+                device,
+                md.random,
+                clock,
+                rdtype,
+                self.max_shift + 1 if self.max_shift else 0,
+            )
         self.gt_is_alias = same_space and not self.pp and self.H == 0
-        self.measured_is_alias = self.gt_is_alias and self.max_shift == 0
+        self.measured_is_alias = self.gt_is_alias and self.max_shift == 0 and self.sampler is None
 
         def ring(depth: int) -> Ring:
             return Ring(depth, b, rcols, rdtype, device, clock)
@@ -147,7 +164,10 @@ class ClassStorage:
         self.m_cache = self.inter if self.measured_is_alias else cache()
         pp_depth = 2 if self.pp else 1
         self.gt_ring = ring(max(self.H, pp_depth)) if (self.pp or self.H) else None
-        self.m_ring = ring(max(self.max_shift + 1, pp_depth)) if (self.pp or self.max_shift) else None
+        try:
+            self.m_ring = ring(max(self.max_shift + 1, pp_depth)) if (self.pp or self.max_shift) else None
+        except (RuntimeError, MemoryError) as e:  # the allocator refused: say which option asked for it
+            raise ring_memory_error(sensors, md, self.max_shift, rcols, rdtype, None) from e
         self.hist = ring(self.H) if self.H else None
 
         zero = [s.options.padding_type == "zero" for s in sensors for _ in range(_width(s))]
@@ -216,7 +236,7 @@ class ClassStorage:
         mask = self.md.reset_mask
         gt0, m0 = gt_tl.at(0), m_tl.at(0)
         if self.raise_sensors:
-            self._raise_on_non_finite(gt0, m0)
+            self._raise_on_non_finite(gt0, m0, self.md.capture_rows)
         if self.hold_keep is not None:
             for x, hold in ((gt0, self.gt_hold), (m0, self.m_hold)):
                 if mask is not None:
@@ -230,10 +250,13 @@ class ClassStorage:
             for tl, x in ((gt_tl, gt0), (m_tl, m0)):
                 fill_rows(tl.buffer, x, mask, self.tl_scratch)
 
-    def _raise_on_non_finite(self, gt0: torch.Tensor, m0: torch.Tensor) -> None:
+    def _raise_on_non_finite(self, gt0: torch.Tensor, m0: torch.Tensor, rows: torch.Tensor | None) -> None:
+        """``rows``: the envs this capture is for (a partial reset), None for all."""
         for s in self.raise_sensors:
             sl = s.cache_slice
             bad = ~(torch.isfinite(gt0[:, sl]).all(1) & torch.isfinite(m0[:, sl]).all(1))
+            if rows is not None:
+                bad &= rows  # an env that is not being reset keeps its state: its rows are not captured
             if bool(bad.any()):
                 envs = torch.nonzero(bad).flatten().tolist()
                 raise ValueError(
@@ -262,6 +285,8 @@ class ClassStorage:
         if not self.measured_is_alias:
             if self.m_ring is not None:
                 slot = self._project(self.inter, self.m_ring, is_measured=True)
+                if self.sampler is not None:
+                    self._sample_and_hold(slot, reset_mask)
                 if reset_mask is not None:
                     self._pad(self.m_ring.buffer, slot, reset_mask)
                 if self.md.uniform_shift is not None:  # one shift for every env and sensor
@@ -272,11 +297,24 @@ class ClassStorage:
                     self.m_cache.copy_(slot)
             else:
                 self.m_cache.copy_(self.inter)
+                if self.sampler is not None:
+                    self._sample_and_hold(self.m_cache, reset_mask)
             if self.hist is not None:
                 h0 = self.hist.at(0)
                 h0.copy_(self.m_cache)
                 if reset_mask is not None:
                     self._pad(self.hist.buffer, h0, reset_mask)
+
+    def _sample_and_hold(self, snapshot: torch.Tensor, reset_mask: torch.Tensor | None) -> None:
+        self.sampler.hold(snapshot, reset_mask, self.md.advancing, self.md.capture_rows)
+
+    def current_shift(self, j: int) -> torch.Tensor | int:
+        """The delay shift (steps) behind sensor ``j``'s current read: ``(B,)`` or one int for all."""
+        if not self.max_shift:
+            return 0
+        if self.md.uniform_shift is not None:
+            return self.md.uniform_shift
+        return self.prev_shift[:, j]
 
     def _pad(self, buffer: torch.Tensor, slot0: torch.Tensor, mask: torch.Tensor) -> None:
         fill_rows(buffer, slot0, mask, self.first_scratch, self.zero_cols, self.pad_scratch)
@@ -346,7 +384,16 @@ class ClassStorage:
             out.append(self.md.random_walk_state)
         if self.hold_keep is not None:
             out += [self.gt_hold, self.m_hold]
+        if self.sampler is not None:
+            out += self.sampler.row_state()
         out += list(self.md.extra.values())
+        return out
+
+    def parameter_tensors(self) -> list[torch.Tensor]:
+        """The per-env option values a reset resamples."""
+        out = list(self.md.parameter_tensors())
+        if self.sampler is not None:
+            out += self.sampler.parameter_tensors()
         return out
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
@@ -363,9 +410,73 @@ class ClassStorage:
             out["prev_shift"] = self.prev_shift
         if self.hold_keep is not None:
             out["gt_hold"], out["m_hold"] = self.gt_hold, self.m_hold
+        if self.sampler is not None:
+            for k, v in self.sampler.state_tensors().items():
+                out[f"sampler.{k}"] = v
         for k, v in self.md.state_tensors().items():
             out[f"md.{k}"] = v
         return out
+
+
+def check_ring_memory(
+    sensors: list, md: SensorMetadata, max_shift: int, rcols: int, rdtype: torch.dtype
+) -> None:
+    """Refuse a delay ring larger than the device's memory with a ``ValueError`` naming the sensor, the
+    option and the bytes it would need (instead of an allocator error, or a machine brought to a halt)."""
+    if not max_shift:
+        return
+    need = (max_shift + 1) * md.num_envs * rcols * rdtype.itemsize
+    limit = _device_memory(md.device)
+    if limit is not None and need > limit:
+        raise ring_memory_error(sensors, md, max_shift, rcols, rdtype, limit)
+
+
+def ring_memory_error(
+    sensors: list, md: SensorMetadata, max_shift: int, rcols: int, rdtype: torch.dtype, limit: int | None
+) -> ValueError:
+    depth = max_shift + 1
+    need = depth * md.num_envs * rcols * rdtype.itemsize
+    shifts = md.max_shift_per_sensor()
+    j = max(range(len(sensors)), key=shifts.__getitem__)
+    o = sensors[j].options
+    name, value = "delay", o.delay
+    if o.max_delay is not None and o.max_delay >= _hi(o.delay) + _hi(o.jitter):
+        name, value = "max_delay", o.max_delay
+    elif _hi(o.jitter) > _hi(o.delay) / 2:
+        name, value = "jitter", o.jitter
+    available = "the memory available" if limit is None else f"the {_human(limit)} of memory"
+    return ValueError(
+        f"sensor {sensors[j].name!r}: {name}={value!r} at dt={md.dt:g} s needs a delay ring of {depth:,} "
+        f"steps: about {_human(need)} ({need:,} bytes for {md.num_envs} envs x {rcols} columns of "
+        f"{rdtype}), more than {available} on {md.device}. Fix: give the {name} in seconds (e.g. "
+        f"{name}=0.04), not in steps or milliseconds, or lower it."
+    )
+
+
+def _hi(value: Any) -> float:
+    return value.bounds[1] if hasattr(value, "bounds") else float(value)
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} EiB"
+
+
+def _device_memory(device: torch.device) -> int | None:
+    """Total memory of ``device`` in bytes (None when unknown)."""
+    try:
+        if device.type == "cuda":
+            return torch.cuda.get_device_properties(device).total_memory
+        if device.type == "cpu":
+            import os
+
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError, RuntimeError):
+        return None
+    return None
 
 
 def _width(sensor: Any) -> int:

@@ -1,10 +1,12 @@
-"""A slow reference of the sensor pipeline, written from SPEC 2.3-2.5 one env and one sensor at a time.
+"""A slow reference of the sensor pipeline, written from SPEC 2.3-2.5 and 2.8 one env and one sensor at a
+time.
 
-It keeps, per env and sensor, the whole episode as Python lists (snapshots ``S``, ground truth ``G`` and
-reads ``R``) instead of rings, and computes delay, jitter, monotone reads, padding and history by indexing
-those lists. Randomness is not re-implemented: after every manager call the harness hands the reference
-the standard-normal and uniform draws and the per-env option values the manager used in that call
-("feed both the same draws"), so outputs must agree exactly.
+It keeps, per env and sensor, the whole episode as Python lists (snapshots ``S``, ground truth ``G``,
+reads ``R``, and the step of the sample behind each snapshot) instead of rings, and computes the sampler's
+due rule and hold (SPEC 2.8, in Python floats), delay, jitter, monotone reads, padding, history and the
+age of a read by indexing those lists. Randomness is not re-implemented: after every manager call the
+harness hands the reference the standard-normal and uniform draws and the per-env option values the
+manager used in that call ("feed both the same draws"), so outputs must agree exactly.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ class _Track:
         self.capture_index: int | None = None
         self.gt_tl = self.m_tl = None  # previous post-transform values (timeline slot 1)
         self.walk: torch.Tensor | None = None
+        self.held: torch.Tensor | None = None  # the last sample's snapshot (SPEC 2.8)
+        self.sample_step = 0  # episode step of the last sample
+        self.T: list[int] = []  # per snapshot: the episode step of the sample it shows
+        self.age = 0.0  # of the current read, seconds
 
 
 class ReferenceManager:
@@ -66,6 +72,16 @@ class ReferenceManager:
         if st.max_shift and st.md.has_jitter:
             u = (float(st.jitter_draw[0, b, s.index]), float(st.jitter_draw[1, b, s.index]))
         return zn, zr, u
+
+    @staticmethod
+    def _sampler(s, b):
+        """(period, phase, dropout, dropout draw) the manager used for env ``b`` (None: no sampler)."""
+        sp = s._storage.sampler
+        if sp is None:
+            return None
+        j = s.index
+        u = float(sp._u[b, j]) if sp.has_dropout else 1.0
+        return float(sp.period[b, j]), float(sp.phase[b, j]), float(sp.dropout[b, j]), u
 
     def _params(self, s, b):
         md = s._storage.md
@@ -117,10 +133,14 @@ class ReferenceManager:
             r = p["resolution"]
             q = torch.round(w / torch.where(r > 0, r, 1.0)) * torch.where(r > 0, r, 1.0)
             w = torch.where(r > 0, q, w)
-        tr.S.append(self._project(s, w))
+        snapshot = self._project(s, w)
+        k = len(tr.S)  # steps since the reset
+        if reset or self._takes_sample(self._sampler(s, b), k):
+            tr.held, tr.sample_step = snapshot, k
+        tr.S.append(tr.held.clone())
+        tr.T.append(tr.sample_step)
         tr.G.append(self._project(s, gt))
         # delay + jitter: read the snapshot captured `shift` steps ago, never older than the last read
-        k = len(tr.S) - 1
         d_steps = round(p["delay"] / self.dt)
         j_steps = min(p["jitter"], p["delay"]) / self.dt
         extra = 0
@@ -131,6 +151,21 @@ class ReferenceManager:
             c = max(c, tr.capture_index)
         tr.capture_index = c
         tr.R.append(self._padded(tr.S, c, o.padding_type))
+        # age: steps since the sample behind the read (padding shows the reset sample, step 0)
+        tr.age = float(np.float32((k - (tr.T[c] if c >= 0 else 0)) * self.dt))
+
+    def _takes_sample(self, sampler, t: int) -> bool:
+        """SPEC 2.8: is step ``t >= 1`` due, and is its sample kept?"""
+        if sampler is None:
+            return True
+        period, phase, dropout, u = sampler
+        if period <= self.dt:
+            due = True
+        else:
+            now = math.floor((t * self.dt - phase) / period + 1e-9)
+            before = math.floor(((t - 1) * self.dt - phase) / period + 1e-9)
+            due = now > before
+        return due and not u < dropout
 
     @staticmethod
     def _project(s, w: torch.Tensor) -> torch.Tensor:
@@ -147,6 +182,9 @@ class ReferenceManager:
         return seq[0] if padding == "reset" else torch.zeros_like(seq[0])
 
     # -- reads -----------------------------------------------------------------------------------------
+    def read_age(self, s) -> np.ndarray:
+        return np.array([self.tracks[(b, s.name)].age for b in range(self.B)], np.float32)
+
     def read(self, s, ground_truth: bool = False, history_length: int | None = None) -> np.ndarray:
         n = s.options.history_length if history_length is None else history_length
         rows = []

@@ -1,8 +1,10 @@
 """The observation a wrapper returns: ``{"policy": measured, "critic": ground truth + env obs}``.
 
 ``policy`` holds the measured reading of every policy sensor, in mapping order, history flattened
-newest first, as float32. ``critic`` holds the ground truth of every critic sensor at the current step,
-then the env's own observation (flattened), then optionally the per-env randomized sensor parameters.
+newest first, as float32, then optionally the age (seconds, :meth:`~sensorgym.Sensor.read_age`) of the
+readings of the sensors named in ``policy_age``. ``critic`` holds the ground truth of every critic sensor
+at the current step, then the env's own observation (flattened), then optionally the per-env randomized
+sensor parameters, then optionally the ages of the sensors named in ``critic_age``.
 Bounds are honest: a component is bounded only when nothing (noise, drift, bias, quantization, padding)
 can take it out of the range the env declares.
 
@@ -111,10 +113,21 @@ class ObservationLayout:
         env_obs_space: gym.Space | None,
         include_env_obs: bool = True,
         include_randomization: bool = False,
+        policy_age: Sequence[str] = (),
+        critic_age: Sequence[str] = (),
     ) -> None:
         self.manager = manager
         self.policy = [sensors[n] for n in policy]
         self.critic = [sensors[n] for n in critic]
+        for what, names in (("policy_age", policy_age), ("critic_age", critic_age)):
+            unknown = [n for n in names if n not in sensors]
+            if isinstance(names, str) or unknown:
+                raise ValueError(
+                    f"{what}={names!r}: expected a list of sensor names; unknown: {unknown or names!r}. "
+                    f"Fix: pass names among {list(sensors)}, e.g. {what}=[{next(iter(sensors))!r}]."
+                )
+        self.policy_age = [sensors[n] for n in policy_age]
+        self.critic_age = [sensors[n] for n in critic_age]
         self.include_env_obs = include_env_obs and env_obs_space is not None
         self.include_randomization = include_randomization
         p_lo, p_hi, c_lo, c_hi = [], [], [], []
@@ -128,6 +141,9 @@ class ObservationLayout:
             p_lo.append(np.tile(lo, n))
             p_hi.append(np.tile(hi, n))
             col += width
+        self._policy_age_cols = slice(col, col + len(self.policy_age))
+        p_lo.append(np.zeros(len(self.policy_age)))
+        p_hi.append(np.full(len(self.policy_age), np.inf))
         self._critic_cols = []
         col = 0
         for s in self.critic:
@@ -151,6 +167,10 @@ class ObservationLayout:
             self._random_cols = slice(col, col + n)
             c_lo.append(np.full(n, -np.inf))
             c_hi.append(np.full(n, np.inf))
+            col += n
+        self._critic_age_cols = slice(col, col + len(self.critic_age))
+        c_lo.append(np.zeros(len(self.critic_age)))
+        c_hi.append(np.full(len(self.critic_age), np.inf))
         self.policy_space = _box(p_lo, p_hi)
         self.critic_space = _box(c_lo, c_hi)
         self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
@@ -210,6 +230,12 @@ class ObservationLayout:
             self._flatten(env_obs, critic[:, self._env_cols])
         if self.include_randomization:
             critic[:, self._random_cols] = self.manager.read_randomization()
+        for sensors, cols, out in (
+            (self.policy_age, self._policy_age_cols, policy),
+            (self.critic_age, self._critic_age_cols, critic),
+        ):
+            for i, s in enumerate(sensors):
+                out[:, cols.start + i] = s.read_age()
         return {"policy": policy, "critic": critic}
 
     def pack_numpy(self, env_obs: Any) -> dict[str, np.ndarray]:
@@ -236,6 +262,12 @@ class ObservationLayout:
             self._flatten(env_obs, critic[:, self._env_cols])
         if self.include_randomization:
             critic[:, self._random_cols] = self.manager.read_randomization().numpy()
+        for sensors, cols, out in (
+            (self.policy_age, self._policy_age_cols, policy),
+            (self.critic_age, self._critic_age_cols, critic),
+        ):
+            for i, s in enumerate(sensors):
+                out[:, cols.start + i] = s.read_age().numpy()
         return {"policy": policy, "critic": critic}
 
     def _make_plan(self) -> tuple[list, list]:

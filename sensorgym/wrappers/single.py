@@ -67,6 +67,8 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         critic_env_obs: bool = True,
         critic_randomization: bool = False,
         per_env_rng: bool = False,
+        policy_age: Sequence[str] = (),
+        critic_age: Sequence[str] = (),
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -79,6 +81,8 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
             critic_env_obs=critic_env_obs,
             critic_randomization=critic_randomization,
             per_env_rng=per_env_rng,
+            policy_age=policy_age,
+            critic_age=critic_age,
         )
         gym.Wrapper.__init__(self, env)
         sensors, policy, critic = check_sensors(sensors, policy, critic)
@@ -96,6 +100,8 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
             inner_space,
             include_env_obs=critic_env_obs,
             include_randomization=critic_randomization,
+            policy_age=policy_age,
+            critic_age=critic_age,
         )
         self.observation_space = self.layout.space
 

@@ -99,6 +99,10 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         critic_randomization: append the per-env randomized sensor parameters to ``"critic"``.
         per_env_rng: one random stream per env (env ``b`` seeded ``seed + b``): results then do not depend
             on the batch, at the cost of a loop over envs (see :mod:`sensorgym.rng`).
+        policy_age: names of sensors whose reading's age (seconds since the sample behind it was taken,
+            :meth:`~sensorgym.Sensor.read_age`; a driver's time stamp) is appended to ``"policy"``, one
+            column each, in this order.
+        critic_age: the same for ``"critic"`` (after the randomized parameters).
 
     State handed to the sensors: ``"obs"`` (``"obs.<key>"`` for Dict observations), every numeric info
     entry under its key, and what a :class:`~sensorgym.wrappers.SimStateExtractor` computed inside the
@@ -121,6 +125,8 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         critic_env_obs: bool = True,
         critic_randomization: bool = False,
         per_env_rng: bool = False,
+        policy_age: Sequence[str] = (),
+        critic_age: Sequence[str] = (),
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -133,6 +139,8 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
             critic_env_obs=critic_env_obs,
             critic_randomization=critic_randomization,
             per_env_rng=per_env_rng,
+            policy_age=policy_age,
+            critic_age=critic_age,
         )
         if not isinstance(env, VectorEnv):
             raise TypeError(
@@ -167,6 +175,8 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
             inner_space,
             include_env_obs=critic_env_obs,
             include_randomization=critic_randomization,
+            policy_age=policy_age,
+            critic_age=critic_age,
         )
         self.single_observation_space = self.layout.space
         self._numpy_pack = self.layout.numpy_packable()  # numpy envs: pack with numpy (same values)

@@ -1,0 +1,246 @@
+"""The sampler's own rate, lost samples and the age of a reading (SPEC 2.8).
+
+A :class:`Sampler` belongs to one sensor class whose sensors set ``update_period > dt`` or ``dropout > 0``
+(a class without them has none and pays nothing). Per env and sensor it owns the sampler's parameters
+(period ``T``, phase ``phi``, dropout ``p``, resampled at every reset), the steps since the env's reset,
+the step of the last sample and the held snapshot. Each capture it decides which envs take a sample:
+
+* due: ``T <= dt``: every step; else with ``tau_t = t*dt - phi`` (float64), step ``t >= 1`` is due iff
+  ``floor(tau_t/T + 1e-9) > floor(tau_{t-1}/T + 1e-9)``; the reset step always takes a sample;
+* lost: a due sample is dropped when ``u < p`` (``u ~ U[0, 1)``, one per env and sensor per step);
+
+and on the others it overwrites the step's measured snapshot with the held one, bit for bit, before the
+delay line sees it. Ground truth is never held. It also remembers, per snapshot of the delay ring, the
+step at which its sample was taken, which :meth:`sample_step` turns into the age of a reading.
+
+Example: a 30 Hz sampler at a 50 Hz control step takes samples 2, 2, 1 steps apart
+    >>> import torch, sensorgym as sg
+    >>> mgr = sg.SensorManager(num_envs=1, dt=0.02)
+    >>> cam = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,), update_period=1 / 30,
+    ...                                            update_phase=0.0))
+    >>> mgr.reset({"x": torch.zeros(1, 1)})
+    >>> seen = []
+    >>> for t in range(1, 10):
+    ...     mgr.step({"x": torch.full((1, 1), float(t))})
+    ...     seen.append(int(cam.read()[0, 0]))
+    >>> seen
+    [0, 2, 2, 4, 5, 5, 7, 7, 9]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .options import bounds_of
+from .randomization import Distribution
+from .ring import Clock, Ring
+
+if TYPE_CHECKING:
+    from .rng import RandomSource
+    from .sensor import Sensor
+
+__all__ = ["SAMPLER_FIELDS", "Sampler", "needs_sampler"]
+
+#: the options of SPEC 2.8, one value per sensor and env
+SAMPLER_FIELDS = ("update_period", "update_phase", "dropout")
+_TOL = 1e-9  # the due rule's tolerance: T = n*dt samples every n steps
+
+
+def needs_sampler(options: Any, dt: float) -> bool:
+    """Whether a sensor's options can ever skip a step's sample (``T > dt`` or ``dropout > 0``)."""
+    return bounds_of(options.update_period)[1] > dt or bounds_of(options.dropout)[1] > 0
+
+
+class Sampler:
+    """Sample-and-hold of one sensor class (see the module docstring).
+
+    Args:
+        sensors: the class's sensors in column order.
+        widths: return-space columns of each sensor.
+        num_envs, dt, device, random, clock: the manager's.
+        rdtype: return dtype of the class (of the held snapshot).
+        delay_depth: depth of the class's delay ring (0: no delay): a ring of sample steps of that
+            depth tells the age of a delayed read.
+    """
+
+    def __init__(
+        self,
+        sensors: list[Sensor],
+        widths: list[int],
+        num_envs: int,
+        dt: float,
+        device: torch.device,
+        random: RandomSource,
+        clock: Clock,
+        rdtype: torch.dtype,
+        delay_depth: int,
+    ) -> None:
+        b, n = num_envs, len(sensors)
+        self.dt, self.random = dt, random
+        f64 = dict(dtype=torch.float64, device=device)
+        self.period = torch.zeros(b, n, **f64)
+        self.phase = torch.zeros(b, n, **f64)
+        self.dropout = torch.zeros(b, n, **f64)
+        # (field, sensor, distribution) resampled per env at every reset
+        self._random: list[tuple[str, int, Distribution]] = []
+        self._drawn_phase: list[int] = []  # sensors whose phase is drawn U[0, T) at every reset
+        for j, s in enumerate(sensors):
+            o = s.options
+            for name in SAMPLER_FIELDS:
+                value = getattr(o, name)
+                if isinstance(value, Distribution):
+                    self._random.append((name, j, value))
+                elif value is not None:
+                    getattr(self, _TENSOR[name])[:, j] = value
+            if o.update_phase is None and bounds_of(o.update_period)[1] > dt:
+                self._drawn_phase.append(j)
+        self.has_rate = any(bounds_of(s.options.update_period)[1] > dt for s in sensors)
+        self.has_dropout = any(bounds_of(s.options.dropout)[1] > 0 for s in sensors)
+        # sensor -> its fields readable as randomization (distributions and drawn phases), field order
+        drawn = {(name, j) for name, j, _ in self._random} | {("update_phase", j) for j in self._drawn_phase}
+        self.randomized: dict[int, list[str]] = {}
+        for j in range(n):
+            fields = [name for name in SAMPLER_FIELDS if (name, j) in drawn]
+            if fields:
+                self.randomized[j] = fields
+
+        self.steps = torch.zeros(b, dtype=torch.long, device=device)  # steps since each env's reset
+        self.last_sample = torch.zeros(b, n, dtype=torch.long, device=device)  # step of the last sample
+        self.held = torch.zeros(b, sum(widths), dtype=rdtype, device=device)  # the last sample's snapshot
+        self.sample_ring = Ring(delay_depth, b, n, torch.long, device, clock) if delay_depth > 1 else None
+        cols = [j for j, w in enumerate(widths) for _ in range(w)]
+        self.col_to_sensor = torch.tensor(cols, dtype=torch.long, device=device)
+        self.take = torch.zeros(b, n, dtype=torch.bool, device=device)
+        self.take_cols = torch.zeros(b, sum(widths), dtype=torch.bool, device=device)
+        self.every_step = torch.zeros(b, n, dtype=torch.bool, device=device)  # T <= dt
+        self.safe_period = torch.ones(b, n, **f64)
+        self._tau = torch.zeros(b, n, **f64)
+        self._tau_prev = torch.zeros(b, n, **f64)
+        self._t = torch.zeros(b, 1, **f64)
+        self._u = torch.zeros(b, n, **f64)  # this step's dropout draws
+        self._kept = torch.zeros(b, n, dtype=torch.bool, device=device)
+        self._scratch = torch.zeros(b, n, **f64)
+        self._phase_u = torch.zeros(b, len(self._drawn_phase), **f64)
+        self._phase_cols = torch.tensor(self._drawn_phase, dtype=torch.long, device=device)
+        self.refresh_derived()
+
+    # -- parameters ------------------------------------------------------------------------------------
+    def refresh_derived(self) -> None:
+        torch.le(self.period, self.dt, out=self.every_step)
+        self.safe_period.copy_(self.period).masked_fill_(self.every_step, 1.0)
+
+    def resample(self, mask: torch.Tensor) -> None:
+        """New period, dropout and phase values for the envs in ``mask`` (B,) bool."""
+        if not self._random and not self._drawn_phase:
+            return
+        rows = mask[:, None]
+        for name, j, dist in self._random:
+            col = self._scratch[:, j : j + 1]
+            self.random.sample_(dist, col, mask, 0)
+            target = getattr(self, _TENSOR[name])[:, j : j + 1]
+            torch.where(rows, col, target, out=target)
+        if self._drawn_phase:
+            self.random.uniform_(self._phase_u, mask, 0)
+            drawn = self._phase_u * self.period.index_select(1, self._phase_cols)
+            old = self.phase.index_select(1, self._phase_cols)
+            self.phase.index_copy_(1, self._phase_cols, torch.where(rows, drawn, old))
+        self.refresh_derived()
+
+    def randomization(self, j: int) -> dict[str, torch.Tensor]:
+        """``{field: (B, 1)}`` float32 per-env values of sensor ``j``'s randomized sampler options."""
+        return {
+            name: getattr(self, _TENSOR[name])[:, j : j + 1].to(torch.float32)
+            for name in self.randomized.get(j, [])
+        }
+
+    # -- the per-step decision and the hold ------------------------------------------------------------
+    def hold(
+        self,
+        snapshot: torch.Tensor,
+        reset_mask: torch.Tensor | None,
+        advancing: bool,
+        rows: torch.Tensor | None,
+    ) -> None:
+        """Decide which envs take this step's sample and, in the others, overwrite ``snapshot``
+        ``(B, cols)`` (this step's measured return-space snapshot) with the held one, in place."""
+        take = self.take
+        if self.has_dropout:
+            # drawn in reset captures too (and ignored there): an env's stream then does not depend on
+            # whether its reset came with a step (an autoreset) or alone
+            self.random.uniform_(self._u, rows, 0)
+        if advancing:
+            self.steps.add_(1)
+        if reset_mask is not None:
+            self.steps.masked_fill_(reset_mask, 0)
+        if not advancing:  # a reset capture: only the reset envs take (and keep) a sample
+            take.copy_(reset_mask[:, None].expand_as(take))
+        else:
+            self._due(take)
+            if self.has_dropout:
+                take.logical_and_(torch.ge(self._u, self.dropout, out=self._kept))
+            if reset_mask is not None:
+                take.logical_or_(reset_mask[:, None])
+        torch.where(take, self.steps[:, None], self.last_sample, out=self.last_sample)
+        if self.sample_ring is not None:
+            slot = self.sample_ring.at(0)
+            slot.copy_(self.last_sample)
+            if reset_mask is not None:  # padded reads show the reset sample, taken at step 0
+                self.sample_ring.buffer.masked_fill_(reset_mask[None, :, None], 0)
+        torch.index_select(take, 1, self.col_to_sensor, out=self.take_cols)
+        torch.where(self.take_cols, snapshot, self.held, out=snapshot)
+        self.held.copy_(snapshot)
+
+    def _due(self, out: torch.Tensor) -> None:
+        """``out`` (B, n) bool: whether step ``t = steps`` is due (SPEC 2.8, in float64)."""
+        if not self.has_rate:
+            out.fill_(True)
+            return
+        t = self._t
+        t.copy_(self.steps[:, None])
+        for tau in (self._tau, self._tau_prev):
+            # floor((t*dt - phi) / T + 1e-9), the same operations in the same order for t and t - 1
+            torch.mul(t.expand_as(tau), self.dt, out=tau)
+            tau.sub_(self.phase).div_(self.safe_period).add_(_TOL).floor_()
+            t.sub_(1.0)
+        torch.gt(self._tau, self._tau_prev, out=out)
+        out.logical_or_(self.every_step)
+
+    # -- ages --------------------------------------------------------------------------------------------
+    def sample_step(self, j: int, shift: torch.Tensor | int, clock_t: int) -> torch.Tensor:
+        """``(B,)`` episode step of the sample behind the snapshot read ``shift`` steps back."""
+        if self.sample_ring is None:
+            return self.last_sample[:, j].clone()
+        ring = self.sample_ring
+        b = ring.buffer.shape[1]
+        slot = torch.remainder(clock_t - torch.as_tensor(shift, device=ring.buffer.device), ring.depth)
+        slot = slot.expand(b) if slot.dim() == 0 else slot
+        return ring.buffer[slot, torch.arange(b, device=slot.device), j]
+
+    # -- save/restore ------------------------------------------------------------------------------------
+    def row_state(self) -> list[torch.Tensor]:
+        """Tensors a capture writes for every env (restored for the envs a reset does not touch)."""
+        out = [self.steps, self.last_sample, self.held]
+        if self.sample_ring is not None:
+            out.append(self.sample_ring.at(0))
+        return out
+
+    def parameter_tensors(self) -> list[torch.Tensor]:
+        return [self.period, self.phase, self.dropout]
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        out = {
+            "period": self.period,
+            "phase": self.phase,
+            "dropout": self.dropout,
+            "steps": self.steps,
+            "last_sample": self.last_sample,
+            "held": self.held,
+        }
+        if self.sample_ring is not None:
+            out["sample_ring"] = self.sample_ring.buffer
+        return out
+
+
+_TENSOR = {"update_period": "period", "update_phase": "phase", "dropout": "dropout"}
