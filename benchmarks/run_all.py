@@ -11,6 +11,8 @@ Per device and B it times one step of
     SyncVectorEnv whose sub-envs just return the suite's state; reported as the time the wrappers add to
     the bare vector env, next to what ``SensorObservation`` with the suite adds to the same env;
   * the copy roofline: one ``copy_`` of the bytes the pipeline must write per step;
+  * the sampler options of SPEC 2.8 (benchmarks/bench_sampler.py, B <= 4096): the suite as is, with the
+    default values given explicitly, and with multi-rate sampling and dropout, as ratios to the suite;
 and reports µs per step, µs per env-step, steps/s, ratios and memory (sensor state bytes; CUDA peak).
 It writes ``<out>/performance_<device>.md`` (the tables), ``<out>/scaling_<device>.png`` (cost vs B) and
 ``<out>/results_<device>.json``, and prints the tables.
@@ -35,6 +37,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_sampler
 from bench_manager import bytes_written_per_step, sync, time_it
 from suite import DT, ENC_DIM, HISTORY, N_CONTACT, N_ENC, N_IMU, PerSensorBaseline, build_suite, make_state
 
@@ -311,6 +314,7 @@ def main() -> None:
     p.add_argument("--devices", nargs="+", default=None, help="default: cpu, plus cuda when available")
     p.add_argument("--min-time", type=float, default=0.5, help="seconds of timing per measurement")
     p.add_argument("--out", default="benchmarks/results", help="folder for the .md, .png and .json")
+    p.add_argument("--no-sampler", action="store_true", help="skip the sampler-options table")
     args = p.parse_args()
     devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     out = Path(args.out)
@@ -323,6 +327,10 @@ def main() -> None:
             sync(device)
             print(f"  {name} B={b}: eager {us(rows[-1]['eager'])} µs", file=sys.stderr, flush=True)
         text = f"Machine: {machine(device)}\n\n{tables(rows, device)}\n"
+        sampler_sizes = [b for b in args.sizes if b <= 4096]
+        if not args.no_sampler and sampler_sizes:
+            sampler_rows = bench_sampler.run(sampler_sizes, device, args.min_time / 2)
+            text += f"\n### {bench_sampler.table(sampler_rows, device)}\n"
         if name == "cpu":
             text += f"\n{ant_memory()}\n"
         print(text)
