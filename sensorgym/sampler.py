@@ -116,8 +116,9 @@ class Sampler:
         self.take_cols = torch.zeros(b, sum(widths), dtype=torch.bool, device=device)
         self.every_step = torch.zeros(b, n, dtype=torch.bool, device=device)  # T <= dt
         self.safe_period = torch.ones(b, n, **f64)
-        self._tau = torch.zeros(b, n, **f64)
-        self._tau_prev = torch.zeros(b, n, **f64)
+        # floor(tau_t / T + 1e-9) of this step and of the previous one (the due rule compares them)
+        self._k = torch.zeros(b, n, **f64)
+        self.k_prev = torch.zeros(b, n, **f64)
         self._t = torch.zeros(b, 1, **f64)
         self._u = torch.zeros(b, n, **f64)  # this step's dropout draws
         self._kept = torch.zeros(b, n, dtype=torch.bool, device=device)
@@ -174,14 +175,22 @@ class Sampler:
             self.steps.add_(1)
         if reset_mask is not None:
             self.steps.masked_fill_(reset_mask, 0)
+        if self.has_rate:
+            self._phase_index(self._k)
         if not advancing:  # a reset capture: only the reset envs take (and keep) a sample
             take.copy_(reset_mask[:, None].expand_as(take))
         else:
-            self._due(take)
+            if self.has_rate:  # due iff the phase index grew since the last step (or T <= dt)
+                torch.gt(self._k, self.k_prev, out=take)
+                take.logical_or_(self.every_step)
+            else:
+                take.fill_(True)
             if self.has_dropout:
                 take.logical_and_(torch.ge(self._u, self.dropout, out=self._kept))
             if reset_mask is not None:
                 take.logical_or_(reset_mask[:, None])
+        if self.has_rate:
+            self.k_prev.copy_(self._k)
         torch.where(take, self.steps[:, None], self.last_sample, out=self.last_sample)
         if self.sample_ring is not None:
             slot = self.sample_ring.at(0)
@@ -192,20 +201,13 @@ class Sampler:
         torch.where(self.take_cols, snapshot, self.held, out=snapshot)
         self.held.copy_(snapshot)
 
-    def _due(self, out: torch.Tensor) -> None:
-        """``out`` (B, n) bool: whether step ``t = steps`` is due (SPEC 2.8, in float64)."""
-        if not self.has_rate:
-            out.fill_(True)
-            return
-        t = self._t
-        t.copy_(self.steps[:, None])
-        for tau in (self._tau, self._tau_prev):
-            # floor((t*dt - phi) / T + 1e-9), the same operations in the same order for t and t - 1
-            torch.mul(t.expand_as(tau), self.dt, out=tau)
-            tau.sub_(self.phase).div_(self.safe_period).add_(_TOL).floor_()
-            t.sub_(1.0)
-        torch.gt(self._tau, self._tau_prev, out=out)
-        out.logical_or_(self.every_step)
+    def _phase_index(self, out: torch.Tensor) -> None:
+        """``out`` (B, n) = ``floor((t*dt - phi) / T + 1e-9)`` at ``t = steps``, in float64 (SPEC 2.8).
+        Kept from one step to the next (``k_prev``): the rule's value at ``t - 1`` is the one computed,
+        with the same operations, at the previous step (``phi`` and ``T`` change only at a reset)."""
+        self._t.copy_(self.steps[:, None])
+        torch.mul(self._t.expand_as(out), self.dt, out=out)
+        out.sub_(self.phase).div_(self.safe_period).add_(_TOL).floor_()
 
     # -- ages --------------------------------------------------------------------------------------------
     def sample_step(self, j: int, shift: torch.Tensor | int, clock_t: int) -> torch.Tensor:
@@ -221,7 +223,7 @@ class Sampler:
     # -- save/restore ------------------------------------------------------------------------------------
     def row_state(self) -> list[torch.Tensor]:
         """Tensors a capture writes for every env (restored for the envs a reset does not touch)."""
-        out = [self.steps, self.last_sample, self.held]
+        out = [self.steps, self.last_sample, self.held, self.k_prev]
         if self.sample_ring is not None:
             out.append(self.sample_ring.at(0))
         return out
@@ -235,6 +237,7 @@ class Sampler:
             "phase": self.phase,
             "dropout": self.dropout,
             "steps": self.steps,
+            "phase_index": self.k_prev,
             "last_sample": self.last_sample,
             "held": self.held,
         }

@@ -46,6 +46,14 @@ MISMATCHES = {
         r"'gyro' option 'delay'.*delay=0\.1.*Choice",
     ),
     "history": (lambda: _manager(sensors=_with("gyro", history_length=3)), r"'gyro' option 'history_length'"),
+    "sampler rate": (
+        lambda: _manager(sensors=_with("gyro", update_period=0.1)),
+        r"'gyro' option 'update_period'.*update_period=0\.0.*update_period=0\.1",
+    ),
+    "dropout": (
+        lambda: _manager(sensors=_with("force", dropout=sg.Uniform(0.0, 0.1))),
+        r"'force' option 'dropout'.*dropout=0\.0.*Uniform",
+    ),
     "bias distribution": (
         lambda: _manager(sensors=_with("force", bias=sg.Uniform(-2.0, 2.0))),
         r"'force' option 'bias'.*Uniform\(low=-1\.0",
