@@ -588,3 +588,32 @@ def test_a_huge_delay_is_refused_naming_the_option_and_the_memory(kw, name, dept
         mgr.reset({"x": torch.zeros(64, 3)})
     need = depth * 64 * 3 * 4  # ring slots x envs x columns x float32
     assert f"{need:,} bytes" in str(err.value)
+
+
+def test_a_torch_env_gets_the_same_observations_and_ages_as_its_numpy_twin():
+    """A natively batched torch env (NEXT_STEP, terminations as tensors) and the same sub-envs as a numpy
+    SyncVectorEnv: identical observations, ages included, as torch tensors and numpy arrays."""
+    import gymnasium as gym
+
+    from .wrappers.envs import SpaceEnv, TorchSpaceVecEnv
+
+    space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    sensors = {
+        "a": sg.StateSensorOptions(key="obs", index=[0, 1], update_period=0.25, dropout=0.1, delay=0.1),
+        "b": sg.StateSensorOptions(key="t", shape=(1,), update_period=sg.Uniform(0.1, 0.4), history_length=2),
+    }
+    kw = dict(seed=5, policy_age=["a", "b"], critic_age=["b"])
+    torch_env = SensorObservation(TorchSpaceVecEnv(space, 3), sensors, **kw)
+    numpy_env = SensorObservation(
+        SyncVectorEnv([lambda: SpaceEnv(space)] * 3, autoreset_mode=AutoresetMode.NEXT_STEP), sensors, **kw
+    )
+    a, _ = torch_env.reset(seed=5)
+    b, _ = numpy_env.reset(seed=5)
+    for t in range(40):
+        for k in ("policy", "critic"):
+            assert torch.is_tensor(a[k]) and isinstance(b[k], np.ndarray)
+            np.testing.assert_array_equal(a[k].numpy(), b[k], err_msg=f"step {t} {k}")
+        actions = np.zeros((3, 1), np.float32)
+        a, *_ = torch_env.step(actions)
+        b, *_ = numpy_env.step(actions)
+    assert bool((a["policy"][:, -2:] >= 0).all())
