@@ -2,7 +2,13 @@
 switch per foot and joint encoders. The policy gets only those measured readings; the critic gets their
 ground truth and the full simulator observation (105 values).
 
-Registered as ``sensorgym/AntSensors-v0`` (``gym.make`` for one env, ``gym.make_vec`` for a batch).
+Registered as ``sensorgym/AntSensors-v0`` (``gym.make`` for one env, ``gym.make_vec`` for a batch). Its
+``Ant-v5`` is built from a copy of ``ant.xml`` with MuJoCo's native sensors added (:func:`native_ant_xml`):
+an accelerometer, gyro and magnetometer on a site at the torso's origin and, per foot, a ``contact`` sensor
+of the foot and one of the foot with the torso (subtracted: ``exclude_bodies=("torso",)``). The IMU and
+the switches read them from ``data.sensordata``, computed in C by the one ``mj_forward`` per step the
+catalog already runs; the encoders copy ``qpos``. The physics is ``Ant-v5``'s own (the added sensors do
+not act on it) and the readings equal the Python path's within float32 rounding.
 
 Example:
     >>> import gymnasium as gym, sensorgym.envs
@@ -19,7 +25,7 @@ import math
 from ..randomization import Normal, Uniform
 from ..sensors import ContactOptions, IMUOptions, JointEncoderOptions
 
-__all__ = ["ANT_FEET", "ANT_JOINTS", "ant_sensors"]
+__all__ = ["ANT_FEET", "ANT_JOINTS", "ant_sensors", "native_ant_xml"]
 
 ANT_FEET = ("left_ankle_geom", "right_ankle_geom", "third_ankle_geom", "fourth_ankle_geom")
 ANT_JOINTS = ("hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3", "hip_4", "ankle_4")
@@ -43,3 +49,19 @@ def ant_sensors() -> dict:
         sensors[f"foot_{i}"] = ContactOptions(geom=geom, exclude_bodies=("torso",), noise=0.1, delay=0.05)
     sensors["encoders"] = JointEncoderOptions(joints=ANT_JOINTS, resolution=2 * math.pi / 4096, noise=0.002)
     return sensors
+
+
+def native_ant_xml(sensors: dict | None = None) -> str:
+    """Path of ``Ant-v5``'s ``ant.xml`` with the native sensors of ``sensors`` (default
+    :func:`ant_sensors`) added, for ``gym.make("Ant-v5", xml_file=...)`` (written once per content).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> gym.make("Ant-v5", xml_file=native_ant_xml()).unwrapped.model.nsensor
+        11
+    """
+    from gymnasium.envs.mujoco.mujoco_env import expand_model_path
+
+    from ..sensors.native import native_model_xml
+
+    return native_model_xml(expand_model_path("ant.xml"), ant_sensors() if sensors is None else sensors)

@@ -7,6 +7,12 @@
   over ``N`` sub-envs of ``base_id`` with the simulator state measured inside each sub-env; pass
   ``vectorization="async"`` to run the sub-envs in worker processes and ``autoreset_mode="SameStep"`` for SB3.
 
+When ``base_id`` is a MuJoCo env that takes ``xml_file=`` (Gymnasium's MuJoCo envs) and the caller passes
+none, the base env is built from a copy of its model with MuJoCo's native sensors added for the catalog
+sensors that have them (:func:`~sensorgym.sensors.native.native_model_xml`): the IMU and the contact
+switches then read ``data.sensordata`` instead of computing in Python. The physics and the readings are
+the same (within float32 rounding); ``native=False`` at registration turns it off.
+
 Example:
     >>> import gymnasium as gym, sensorgym.envs
     >>> envs = gym.make_vec("sensorgym/AntSensors-v0", num_envs=2)
@@ -17,12 +23,51 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["register_sensor_env"]
+__all__ = ["native_env_kwargs", "register_sensor_env"]
+
+
+def native_env_kwargs(base_id: str, sensors: Mapping[str, Any], kwargs: Mapping[str, Any]) -> dict:
+    """``kwargs`` plus ``xml_file=`` a copy of ``base_id``'s model with the native sensors of ``sensors``
+    added, when ``base_id`` is an env whose constructor takes ``xml_file`` (Gymnasium's MuJoCo envs), the
+    caller gave none and some sensor can read native sensors; else ``kwargs`` unchanged.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from sensorgym.envs.ant import ant_sensors
+        >>> kw = native_env_kwargs("Ant-v5", ant_sensors(), {})
+        >>> gym.make("Ant-v5", **kw).unwrapped.model.nsensor  # IMU (3) + 4 feet x (all, torso)
+        11
+    """
+    from ..sensors.native import native_model_xml, supports_native
+
+    out = dict(kwargs)
+    if "xml_file" in out or not any(supports_native(o) for o in sensors.values()):
+        return out
+    spec = gym.spec(base_id)
+    entry = spec.entry_point
+    if entry is None:
+        return out
+    creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+    try:
+        param = inspect.signature(creator).parameters.get("xml_file")
+    except (TypeError, ValueError):
+        return out
+    xml = (spec.kwargs or {}).get("xml_file", None if param is None else param.default)
+    if not isinstance(xml, str):
+        return out
+    from gymnasium.envs.mujoco.mujoco_env import expand_model_path
+
+    # a model it cannot patch (e.g. bodies declared in included files) keeps the Python path
+    with contextlib.suppress(OSError, ValueError):
+        out["xml_file"] = native_model_xml(expand_model_path(xml), sensors)
+    return out
 
 
 def _single(
@@ -30,6 +75,7 @@ def _single(
     sensors: Callable[[], dict],
     policy: Sequence[str] | None,
     critic: Sequence[str] | None,
+    native: bool = True,
     **kwargs: Any,
 ) -> gym.Env:
     from ..wrappers import SingleEnvSensorObservation
@@ -37,8 +83,11 @@ def _single(
     sensor_kwargs = {
         k: kwargs.pop(k) for k in ("seed", "per_env_rng", "critic_randomization", "device") if k in kwargs
     }
+    chosen = sensors()
+    if native:
+        kwargs = native_env_kwargs(base_id, chosen, kwargs)
     return SingleEnvSensorObservation(
-        gym.make(base_id, **kwargs), sensors(), policy=policy, critic=critic, **sensor_kwargs
+        gym.make(base_id, **kwargs), chosen, policy=policy, critic=critic, **sensor_kwargs
     )
 
 
@@ -47,6 +96,7 @@ def _vector(
     sensors: Callable[[], dict],
     policy: Sequence[str] | None,
     critic: Sequence[str] | None,
+    native: bool = True,
     num_envs: int = 1,
     vectorization: str = "sync",
     autoreset_mode: str | None = None,
@@ -57,10 +107,13 @@ def _vector(
     sensor_kwargs = {
         k: kwargs.pop(k) for k in ("seed", "per_env_rng", "critic_randomization", "device") if k in kwargs
     }
+    chosen = sensors()
+    if native:  # the patched model is written here once; Async workers load it by path
+        kwargs = native_env_kwargs(base_id, chosen, kwargs)
     return make_sensor_vec(
         base_id,
         num_envs,
-        sensors(),
+        chosen,
         vectorization_mode=vectorization,
         autoreset_mode=autoreset_mode,
         env_kwargs=kwargs,
@@ -77,14 +130,17 @@ def register_sensor_env(
     policy: Sequence[str] | None = None,
     critic: Sequence[str] | None = None,
     max_episode_steps: int | None = None,
+    native: bool = True,
 ) -> None:
-    """Register ``env_id`` (single and vector forms) as ``base_id`` observed through ``sensors()``."""
+    """Register ``env_id`` (single and vector forms) as ``base_id`` observed through ``sensors()``;
+    ``native``: build a MuJoCo base env from its model with native sensors added (see the module
+    docstring)."""
     if env_id in gym.registry:
         return
     gym.register(
         env_id,
-        entry_point=lambda **kw: _single(base_id, sensors, policy, critic, **kw),
-        vector_entry_point=lambda **kw: _vector(base_id, sensors, policy, critic, **kw),
+        entry_point=lambda **kw: _single(base_id, sensors, policy, critic, native, **kw),
+        vector_entry_point=lambda **kw: _vector(base_id, sensors, policy, critic, native, **kw),
         max_episode_steps=max_episode_steps,
         disable_env_checker=True,
     )

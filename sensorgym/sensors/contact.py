@@ -8,8 +8,11 @@ Both watch a *target*: a body (all its geoms) or a single geom, optionally ignor
   switch bounces.
 * ContactForce: float ``(B, 3)``, the net force the rest of the world applies to the target, in the
   target's body frame (MuJoCo's ``xmat`` of the body; for a ``geom=`` target, the frame of the body that
-  geom belongs to, not the geom's own frame). ``_post_process`` clamps each axis to ``±max_force`` and zeroes components below
-  ``min_force`` (a deadband), on both branches.
+  geom belongs to, not the geom's own frame). ``_post_process`` clamps each axis to ``±max_force`` and
+  zeroes components below ``min_force`` (a deadband), on both branches.
+
+A contact switch reads MuJoCo's native ``contact`` sensors where the model has them
+(:mod:`sensorgym.sensors.native`), and counts in Python otherwise; both give the same count.
 
 Example:
     >>> import sensorgym as sg
@@ -96,29 +99,98 @@ def contact_forces(model: Any, data: Any, target: np.ndarray, exclude: np.ndarra
     return len(idx), total
 
 
+def _native_count(model: Any, o: Any) -> np.ndarray | None:
+    """``sensordata`` addresses of a switch's native ``contact`` sensors (all contacts of the target, then
+    one per excluded body, subtracted), or None where the native count would differ from ours: the
+    target's own body excluded, an explicit ``<pair>`` joining two geoms of the target (a contact with
+    itself, which ours skips), flex contacts (no geom on one side)."""
+
+    def build() -> np.ndarray | None:
+        import mujoco
+
+        from .native import _excluded, contact_names, sensor_address
+
+        target, body, _ = o.target(model)
+        names = contact_names(o)
+        excl = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in _excluded(o)]
+        pairs = (
+            np.stack([model.pair_geom1, model.pair_geom2], axis=1) if model.npair else np.zeros((0, 2), int)
+        )
+        if body in excl or model.nflex or np.any(target[pairs].all(axis=1)):
+            return None
+        if o.geom is not None:
+            objtype, objid = mujoco.mjtObj.mjOBJ_GEOM, int(np.flatnonzero(target)[0])
+        else:
+            objtype, objid = mujoco.mjtObj.mjOBJ_BODY, body
+        kind, body_t = mujoco.mjtSensor.mjSENS_CONTACT, mujoco.mjtObj.mjOBJ_BODY
+        adr = [sensor_address(model, names[0], kind, objtype, objid)]
+        adr += [
+            sensor_address(model, n, kind, objtype, objid, body_t, b)
+            for n, b in zip(names[1:], excl, strict=True)
+        ]
+        return None if None in adr else np.array(adr, dtype=np.int64)
+
+    return cached(model, ("contact_native", o), build)
+
+
 class _ContactPlan:
     """Target geom sets and excluded body sets of several contact switches.
 
-    Contact lists are short (a few to a few tens of entries), so plain Python set lookups beat numpy,
-    whose per-call overhead dominates at these sizes; this runs every step in every sub-env.
+    Switches whose native ``contact`` sensors are in the model (:mod:`sensorgym.sensors.native`) read
+    their counts from ``sensordata`` in one gather (the count of the target minus that of each excluded
+    body). The others count in Python: contact lists are short (a few
+    to a few tens of entries), so plain Python set lookups beat numpy, whose per-call overhead dominates
+    at these sizes; this runs every step in every sub-env.
     """
 
     def __init__(self, model: Any, options: list) -> None:
         self.options = options
-        masks = [o.target(model) for o in options]
+        self.keys = [state_key(o) for o in options]
+        native = [_native_count(model, o) for o in options]
+        self.native_keys = [k for k, adr in zip(self.keys, native, strict=True) if adr is not None]
+        self.python = [(k, o) for k, o, adr in zip(self.keys, options, native, strict=True) if adr is None]
+        # per native switch: (position of the target's count, positions of the excluded bodies' counts)
+        # in one gather of sensordata, done on plain floats (a handful of values: numpy would cost more)
+        self.terms: list[tuple[int, tuple[int, ...]]] = []
+        flat: list[int] = []
+        for adr in (a for a in native if a is not None):
+            self.terms.append((len(flat), tuple(range(len(flat) + 1, len(flat) + len(adr)))))
+            flat += adr.tolist()
+        self.index: slice | list[int] = flat
+        self.native_slots = [(key, slice(i, i + 1)) for i, key in enumerate(self.native_keys)]
+        if flat and flat == list(range(flat[0], flat[0] + len(flat))):
+            self.index = slice(flat[0], flat[0] + len(flat))
+        masks = [o.target(model) for _, o in self.python]
         self.targets = [set(np.flatnonzero(m[0]).tolist()) for m in masks]
         self.excluded = [set(np.flatnonzero(m[2]).tolist()) for m in masks]
         self.geom_body = model.geom_bodyid.tolist()
-        self.keys = [state_key(o) for o in options]
 
     def counts(self, model: Any, data: Any) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        if self.native_keys:
+            v = data.sensordata[self.index].tolist()
+            counts = []
+            for i, sub in self.terms:
+                n = v[i]
+                for j in sub:
+                    n -= v[j]  # integers in float64: exact
+                counts.append(n)
+            c = np.array(counts, dtype=np.float32)
+            for key, one in self.native_slots:  # (1,) views of one array: cheaper than one array each
+                out[key] = c[one]
+        if self.python:
+            out.update(self.python_counts(data))
+        return {key: out[key] for key in self.keys} if self.python and self.native_keys else out
+
+    def python_counts(self, data: Any) -> dict[str, np.ndarray]:
+        keys = [k for k, _ in self.python]
         if data.ncon == 0:
-            return {key: np.zeros(1, np.float32) for key in self.keys}
+            return {key: np.zeros(1, np.float32) for key in keys}
         contact = data.contact  # each attribute access builds a new view: once
         pairs = list(zip(contact.geom1.tolist(), contact.geom2.tolist(), strict=True))
         body = self.geom_body
         out = {}
-        for key, target, excluded in zip(self.keys, self.targets, self.excluded, strict=True):
+        for key, target, excluded in zip(keys, self.targets, self.excluded, strict=True):
             n = 0
             for g1, g2 in pairs:
                 in1, in2 = g1 in target, g2 in target
@@ -158,6 +230,15 @@ class ContactSensor(MujocoSensor):
 
     @classmethod
     def _measure(cls, model: Any, data: Any, o: ContactOptions) -> np.ndarray:
+        adr = _native_count(model, o)
+        if adr is not None:
+            found = data.sensordata[adr]
+            return np.array([found[0] - found[1:].sum()], dtype=np.float32)
+        return cls._measure_python(model, data, o)
+
+    @classmethod
+    def _measure_python(cls, model: Any, data: Any, o: ContactOptions) -> np.ndarray:
+        """The count over ``data.contact`` in Python (the path of models without native sensors)."""
         target, _, excl = o.target(model)
         return np.array([len(touching(model, data, target, excl)[0])], dtype=np.float32)
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..options import option_error
-from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, name_to_id
+from .mujoco_base import MujocoSensor, MujocoSensorOptions, cached, mj_handles, name_to_id, state_key
 
 __all__ = ["IMUOptions", "IMUReading", "IMUSensor", "coupling_matrix", "euler_to_matrix"]
 
@@ -183,6 +183,65 @@ class IMUOptions(MujocoSensorOptions):
         return tuple(out)
 
 
+class _NativeIMU:
+    """Where an IMU's native sensors sit in ``sensordata``: accelerometer, gyro and, when the model's
+    field is the IMU's, magnetometer; else the site whose frame the field is rotated into."""
+
+    __slots__ = ("field", "index", "site")
+
+    def __init__(self, index: slice | np.ndarray, site: int | None, field: np.ndarray) -> None:
+        self.index, self.site, self.field = index, site, field
+
+    def read(self, data: Any) -> np.ndarray:
+        if self.site is None:
+            return data.sensordata[self.index].astype(np.float32)
+        out = np.empty(9, np.float32)
+        out[:6] = data.sensordata[self.index]
+        out[6:] = self.field @ data.site_xmat[self.site].reshape(3, 3)  # R_site^T field
+        return out
+
+
+def _native(model: Any, o: IMUOptions) -> _NativeIMU | None:
+    """The IMU's native sensors in ``model`` (looked up once per model), or None."""
+
+    def build() -> _NativeIMU | None:
+        import mujoco
+
+        from .native import imu_names, sensor_address
+
+        site_name, acc, gyro, mag = imu_names(o)
+        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site_name)
+        if site < 0:
+            return None
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, o.body)
+        mount = np.zeros(4)
+        mujoco.mju_mat2Quat(mount, euler_to_matrix(o.euler_offset).reshape(-1))
+        if (  # the site must be the mount: on the body, at the offset, with the rotation
+            int(model.site_bodyid[site]) != body
+            or not np.allclose(model.site_pos[site], o.pos_offset, rtol=0, atol=1e-12)
+            or not np.allclose(np.abs(model.site_quat[site] @ mount), 1.0, rtol=0, atol=1e-12)
+        ):
+            return None
+        t, site_t = mujoco.mjtSensor, mujoco.mjtObj.mjOBJ_SITE
+        adr = [
+            sensor_address(model, n, k, site_t, site)
+            for n, k in ((acc, t.mjSENS_ACCELEROMETER), (gyro, t.mjSENS_GYRO))
+        ]
+        if None in adr:
+            return None
+        m = sensor_address(model, mag, t.mjSENS_MAGNETOMETER, site_t, site)
+        if m is not None and tuple(float(x) for x in model.opt.magnetic) == o.magnetic_field:
+            adr.append(m)
+        index = np.concatenate([np.arange(a, a + 3) for a in adr])
+        if np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+            index = slice(int(index[0]), int(index[0]) + len(index))
+        return _NativeIMU(
+            index, None if len(adr) == 3 else site, np.asarray(o.magnetic_field, dtype=np.float64)
+        )
+
+    return cached(model, ("imu_native", o), build)
+
+
 class IMUSensor(MujocoSensor):
     """Accelerometer + gyroscope + magnetometer; see the module docstring."""
 
@@ -194,6 +253,27 @@ class IMUSensor(MujocoSensor):
 
     @classmethod
     def _measure(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
+        native = _native(model, o)
+        if native is None:
+            return cls._measure_python(model, data, o)
+        return native.read(data)
+
+    @classmethod
+    def _extract_state(cls, env: Any, options: list) -> dict[str, np.ndarray]:
+        model, data = mj_handles(env)
+        out = {}
+        for o in options:
+            native = _native(model, o)
+            out[state_key(o)] = (
+                native.read(data)
+                if native is not None
+                else np.asarray(cls._measure_python(model, data, o), dtype=np.float32).reshape(-1)
+            )
+        return out
+
+    @classmethod
+    def _measure_python(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
+        """The reading computed in Python from ``MjData`` (the path of models without native sensors)."""
         import mujoco
 
         def build():

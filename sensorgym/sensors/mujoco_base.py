@@ -38,7 +38,8 @@ __all__ = [
     "sync_mjdata",
 ]
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MODELS: dict[int, tuple[weakref.ref, dict]] = {}
+_SENSOR_OFF = 1 << 13  # mujoco.mjtDisableBit.mjDSBL_SENSOR (checked in tests/sensors/test_native_path.py)
 _KEYS: dict[int, tuple[Any, str]] = {}
 
 
@@ -55,13 +56,46 @@ def mj_handles(env: Any) -> tuple[Any, Any]:
     return model, data
 
 
-def sync_mjdata(env: Any) -> None:
-    """Recompute positions, velocities, accelerations and contact forces from ``qpos``/``qvel``."""
-    import mujoco
+_SYNC = object()  # cache key of the per-model answer "does this model carry sensorgym's native sensors?"
+_mujoco: Any = None  # the module, imported on first use (importing sensorgym does not import MuJoCo)
 
+
+def _has_native(model: Any) -> bool:
+    from .native import PREFIX
+
+    sensor = _mujoco.mjtObj.mjOBJ_SENSOR
+    return any((_mujoco.mj_id2name(model, sensor, i) or "").startswith(PREFIX) for i in range(model.nsensor))
+
+
+def sync_mjdata(env: Any) -> None:
+    """Recompute positions, velocities, accelerations and contact forces from ``qpos``/``qvel``.
+
+    One ``mj_forward``, which also computes the model's native sensors. A model built with
+    :func:`~sensorgym.sensors.native.add_native_sensors` may keep them disabled in ``mj_step``: they are
+    switched on for this call only. ``mj_rnePostConstraint`` (``cacc``, for the Python IMU path) runs
+    unless a native accelerometer already ran it.
+    """
+    global _mujoco
+    if _mujoco is None:
+        import mujoco
+
+        _mujoco = mujoco
     model, data = mj_handles(env)
-    mujoco.mj_forward(model, data)
-    mujoco.mj_rnePostConstraint(model, data)
+    if cached(model, ("native", _SYNC), lambda: _has_native(model)):
+        opt = model.opt
+        flags = opt.disableflags
+        if flags & _SENSOR_OFF:
+            opt.disableflags = flags & ~_SENSOR_OFF
+            try:
+                _mujoco.mj_forward(model, data)
+            finally:
+                opt.disableflags = flags
+        else:
+            _mujoco.mj_forward(model, data)
+    else:
+        _mujoco.mj_forward(model, data)
+    if not data.flg_rnepost:
+        _mujoco.mj_rnePostConstraint(model, data)
 
 
 def check_extracted(
@@ -107,17 +141,31 @@ def cached(model: Any, key: tuple, build: Any) -> Any:
 
     ``key`` is ``(tag, options)``. Lookups run every step in the workers, so they go by object identity:
     the cache is keyed weakly by the model (an entry dies with its model, so a new model can never see
-    an old one's ids through a recycled ``id``), and per model by the options object, kept alive by the
-    entry so its ``id`` cannot be recycled either.
+    an old one's ids through a recycled ``id``; values must not hold the model), and per model by the
+    options object, kept alive by the entry so its ``id`` cannot be recycled either.
     """
     tag, options = key
-    per_model = _CACHE.get(model)
-    if per_model is None:
-        per_model = _CACHE[model] = {}
+    hit = _MODELS.get(id(model))
+    per_model = hit[1] if hit is not None and hit[0]() is model else _new_model_entry(model)
     hit = per_model.get((tag, id(options)))
     if hit is None or hit[0] is not options:
         hit = per_model[(tag, id(options))] = (options, build())
     return hit[1]
+
+
+def _new_model_entry(model: Any) -> dict:
+    """A fresh cache for ``model``, dropped when the model dies (a dict by ``id`` with a weak reference:
+    a lookup is a dict hit and a call of the reference, faster than a ``WeakKeyDictionary``)."""
+    key = id(model)
+
+    def drop(ref: weakref.ref) -> None:
+        entry = _MODELS.get(key)
+        if entry is not None and entry[0] is ref:
+            del _MODELS[key]
+
+    entry: tuple[weakref.ref, dict] = (weakref.ref(model, drop), {})
+    _MODELS[key] = entry
+    return entry[1]
 
 
 def state_key(options: Any) -> str:
