@@ -103,10 +103,58 @@ def _config(path: str | None, default: str) -> tuple[Any, str]:
         return load_config(p), f"the embedded default {default}.toml (examples/configs/{default}.toml)"
 
 
-def _check_env(cfg: Any, source: str) -> None:
+def _check_env(cfg: Any, source: str, sweep: bool = False) -> None:
+    """Refuse, with one line naming ``source``, an unknown env id, a PPO argument PPO would reject or a
+    sensor that does not fit the env (with ``sweep``: in any sweep cell)."""
     from .config import check_env_ids
 
     check_env_ids(cfg, source)
+    if cfg.algorithm.kwargs and _installed("stable_baselines3"):
+        from .training import check_ppo_kwargs
+
+        check_ppo_kwargs(cfg.algorithm.kwargs, cfg.env.n_envs, source)
+    _preflight(cfg, source, sweep)
+
+
+def _preflight(cfg: Any, source: str, sweep: bool) -> None:
+    """Build one env of the config (and of each sweep cell) with its sensors and reset it, so that a sensor
+    that does not fit the env (a key it lacks, an index out of range) is one line naming ``source`` here,
+    not a traceback later (or a failed run in a worker process)."""
+    from .config import ConfigError, apply_overrides
+    from .wrappers import make_sensor_vec
+
+    cells = [{}, *(cfg.sweep.cells() if sweep else [])]
+    for cell in cells:
+        c = apply_overrides(cfg, cell) if cell else cfg
+        where = f"{source}: " + (
+            f"with {', '.join(f'{k} = {v!r}' for k, v in cell.items())}: " if cell else ""
+        )
+        try:
+            env = make_sensor_vec(
+                c.env.id,
+                1,
+                c.sensors,
+                env_kwargs=c.env.kwargs,
+                policy=c.policy,
+                critic=c.critic.sensors,
+                critic_env_obs=c.critic.env_obs,
+                critic_randomization=c.critic.randomization,
+            )
+            try:
+                env.reset(seed=0)
+            finally:
+                env.close()
+        except (ValueError, KeyError, IndexError) as e:
+            text = _one_line(e)
+            fix = (
+                ""
+                if "Fix:" in text
+                else (
+                    " Fix: check the sensors' key, index and shape against the env's observation "
+                    "(`sensorgym inspect --config ...` shows the channels)."
+                )
+            )
+            raise ConfigError(f"{where}{text.rstrip('.')}.{fix}") from None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -287,7 +335,7 @@ def _ablate(args: argparse.Namespace) -> int:
     if args.seeds:
         cfg.sweep.seeds = list(args.seeds)
         cfg.raw.setdefault("sweep", {})["seeds"] = list(args.seeds)
-    _check_env(cfg, source)
+    _check_env(cfg, source, sweep=True)
     out = Path(args.out or DEFAULT_OUT / "ablate")
     workers = args.workers if args.workers is not None else min(2, available_cores())
     try:
@@ -324,6 +372,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"{self.prog}: {message}.{fix}\n")
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Wraps the description's and epilog's paragraphs to the terminal, but keeps indented lines (examples)
+    as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            if line.startswith(" ") or not line:
+                out.append(indent + line)
+            else:
+                out.append(textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent))
+        return "\n".join(out)
+
+
 def _positive(what: str, example: int) -> Any:
     def parse(text: str) -> int:
         try:
@@ -351,7 +415,7 @@ def _non_negative(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``sensorgym`` argument parser (every option has help text)."""
-    fmt = argparse.RawDescriptionHelpFormatter
+    fmt = _Formatter
     parser = _Parser(
         prog="sensorgym",
         description="Robot sensors for Gymnasium envs: see what they do (inspect, demo), train with them "
@@ -418,6 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", help="run directory (default: sensorgym_outputs/train)")
     tr.add_argument(
         "--timesteps",
+        metavar="STEPS",
         type=_positive("steps", 20000),
         help="training budget in env steps (all envs together), rounded up to whole PPO rollouts "
         "(default: the config's algorithm.timesteps)",
@@ -498,11 +563,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ab.add_argument(
         "--timesteps",
+        metavar="STEPS",
         type=_positive("steps", 50000),
         help="override the training budget of every run (changes the runs: none are reused)",
     )
     ab.add_argument(
-        "--seeds", type=int, nargs="+", help="override the seeds (finished runs of these seeds are reused)"
+        "--seeds",
+        metavar="SEED",
+        type=int,
+        nargs="+",
+        help="override the seeds (finished runs of these seeds are reused)",
     )
     ab.add_argument("--no-progress", action="store_true", help="no progress bars")
     ab.set_defaults(func=_ablate)

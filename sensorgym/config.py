@@ -325,8 +325,21 @@ def _parse(raw: Mapping[str, Any]) -> Config:
         raise _err(
             "algorithm.name", algorithm.name, "only PPO (Stable-Baselines3) is supported", 'write "PPO"'
         )
-    if algorithm.timesteps < 1 or algorithm.eval_episodes < 1:
-        raise _err("algorithm", a, "timesteps and eval_episodes must be >= 1", "use positive numbers")
+    if algorithm.timesteps < 1:
+        raise _err(
+            "algorithm.timesteps", algorithm.timesteps, "must be >= 1 (env steps to train)", "write 100000"
+        )
+    if algorithm.eval_episodes < 1:
+        raise _err(
+            "algorithm.eval_episodes", algorithm.eval_episodes, "must be >= 1 (episodes to score)", "write 20"
+        )
+    if algorithm.eval_every < 0:
+        raise _err(
+            "algorithm.eval_every",
+            algorithm.eval_every,
+            "must be >= 0 (0: no learning curve)",
+            "write 0 or e.g. 20000",
+        )
 
     s = _table(top.get("sweep"), "sweep", ["seeds", "critic", "grid", "list"])
     sweep = SweepConfig(

@@ -41,6 +41,7 @@ __all__ = [
     "CRITIC_TYPES",
     "DEFAULT_PPO",
     "TrainingInterrupted",
+    "check_ppo_kwargs",
     "eval_seed",
     "evaluate",
     "evaluate_saved",
@@ -117,6 +118,63 @@ def sample_sd(values: Any) -> float:
     """
     xs = np.asarray(values, dtype=float)
     return float(np.std(xs, ddof=1)) if xs.size > 1 else 0.0
+
+
+#: PPO arguments sensorgym sets itself (``algorithm.kwargs`` may not)
+_RESERVED_PPO = {
+    "policy",
+    "env",
+    "seed",
+    "device",
+    "verbose",
+    "tensorboard_log",
+    "policy_kwargs",
+    "_init_setup_model",
+}
+#: PPO arguments that must be whole numbers >= 1 (batch_size >= 2: advantages are normalized per batch)
+_POSITIVE_INT_PPO = {"n_steps": 1, "batch_size": 2, "n_epochs": 1}
+
+
+def check_ppo_kwargs(kwargs: Mapping[str, Any], n_envs: int, source: str) -> None:
+    """Raise a :class:`~sensorgym.config.ConfigError` naming ``source`` (the config file), the key, the
+    value and the fix for an ``algorithm.kwargs`` entry that PPO would reject or that sensorgym sets.
+
+    Example:
+        >>> from sensorgym.config import ConfigError
+        >>> try:
+        ...     check_ppo_kwargs({"n_stepz": 64}, 4, "my.toml")
+        ... except ConfigError as e:
+        ...     print(e)  # doctest: +ELLIPSIS
+        my.toml: config algorithm.kwargs.n_stepz = 64: PPO has no such argument. Fix: ... 'n_steps' ...
+    """
+    import difflib
+    import inspect
+
+    from stable_baselines3 import PPO
+
+    from .config import ConfigError
+
+    accepted = [
+        name
+        for name, p in inspect.signature(PPO.__init__).parameters.items()
+        if name != "self" and p.kind is not p.VAR_KEYWORD and name not in _RESERVED_PPO
+    ]
+    for key, value in kwargs.items():
+        where = f"{source}: config algorithm.kwargs.{key} = {value!r}"
+        if key in _RESERVED_PPO:
+            raise ConfigError(
+                f"{where}: sensorgym sets {key} itself. Fix: remove it (the seed is algorithm.seed)."
+            )
+        if key not in accepted:
+            close = difflib.get_close_matches(key, accepted, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(
+                f"{where}: PPO has no such argument. Fix: {hint}see the arguments of "
+                "stable_baselines3.PPO (e.g. n_steps, batch_size, learning_rate, gamma)."
+            )
+        low = _POSITIVE_INT_PPO.get(key)
+        if low is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+            raise ConfigError(f"{where}: must be a whole number >= {low}. Fix: write e.g. {key} = 64.")
 
 
 class TrainingInterrupted(KeyboardInterrupt):
