@@ -201,6 +201,17 @@ def test_train_reports_one_final_score_that_eval_reproduces(tmp_path, capsys):
 
     assert evaluate_saved(tmp_path / "run")["eval_returns"] == result["eval_returns"]
     assert not (tmp_path / "runs").exists()  # nothing outside --out
+    # the README lists exactly the files a run directory holds
+    listed = _readme_files("`sensorgym train`")
+    assert listed == sorted(p.name for p in (tmp_path / "run").iterdir())
+
+
+def _readme_files(command: str) -> list[str]:
+    """The file names the README's command-line table lists in the "writes" column of ``command``."""
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith(f"| {command} "))
+    names = re.findall(r"`([\w.]+)/?`", row.split(" | ")[2])
+    return sorted(n for n in names if n not in ("sensorgym_outputs",))
 
 
 def test_ablate_reports_the_steps_actually_trained(tmp_path, capsys):
@@ -222,6 +233,8 @@ def test_ablate_reports_the_steps_actually_trained(tmp_path, capsys):
     )
     assert json.loads((tmp_path / "ab" / "config.json").read_text())["algorithm"]["timesteps"] == 200
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ab", "tiny.toml"]
+    written = sorted(p.name for p in (tmp_path / "ab").iterdir() if not p.name.startswith("."))
+    assert _readme_files("`sensorgym ablate`") == written
 
 
 def test_the_shipped_pair_trains_clean_and_evaluates_noisy(tmp_path, capsys):
@@ -244,6 +257,8 @@ def test_the_shipped_pair_trains_clean_and_evaluates_noisy(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "under the sensors of" in out and "eval_noisy.toml" in out
     assert "the final score under its training sensors, on the same 4 episodes" in out and "change:" in out
+    readme = (ROOT / "README.md").read_text()
+    assert "sensorgym eval sensorgym_outputs/train --config examples/configs/eval_noisy.toml" in readme
 
 
 # -- inspect and demo -------------------------------------------------------------------------------------
