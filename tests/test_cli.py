@@ -22,6 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY_PPO = "kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }"
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a default output folder lands in the test's temp dir, not the checkout
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path

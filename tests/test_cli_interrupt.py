@@ -184,6 +184,9 @@ def test_ctrl_c_stops_train_with_a_checkpoint_that_resumes(tmp_path, capsys):
     line = _assert_clean_interrupt(cmd, seconds, "train")
     with capsys.disabled():
         print(f"train stopped {seconds:.2f} s after SIGINT: {line}")
+    # the progress bar counts to the steps that will be trained (the budget rounded up to rollouts)
+    assert "so 200,064 steps will be trained" in cmd.out.read_text()
+    assert "/200064 [" in cmd.err.read_text() and "/200000 [" not in cmd.err.read_text()
     steps = int(re.search(r"interrupted at ([\d,]+) steps", line).group(1).replace(",", ""))
     assert 0 < steps < 200_000
     assert "checkpoint saved in run/checkpoint" in line
