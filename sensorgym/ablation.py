@@ -339,8 +339,21 @@ def run_sweep(
         if ray_address
         else f"with {workers} worker(s) x {threads} torch thread(s)"
     )
+    from .training import planned_timesteps, rollout_steps
+
+    rollout = rollout_steps(cfg.algorithm.kwargs, cfg.env.n_envs)
+    planned = planned_timesteps(cfg.algorithm.timesteps, rollout)
+    budget = cfg.algorithm.timesteps
+    steps = f"{planned:,} steps each" + (
+        f" (the budget of {budget:,} rounded up to whole PPO rollouts of {rollout:,})"
+        if planned != budget
+        else ""
+    )
+    if any(k.startswith(("algorithm.", "env.")) for k in cell_keys):  # the budget differs per cell
+        steps = "varying steps"
     log(
-        f"sweep: {len(runs)} runs ({len(runs) - len(todo)} already in {csv_path}), {len(todo)} to run {where}"
+        f"sweep: {len(runs)} runs of {steps}; {len(runs) - len(todo)} already in {csv_path}, "
+        f"{len(todo)} to run {where}"
     )
     labels = {r.run_id: f"{r.critic} s{r.seed} {_label(r.cell)}" for r in runs}
     bars = _Bars(len(runs), len(runs) - len(todo), progress)

@@ -150,7 +150,7 @@ def test_ablate_writes_outputs_and_resumes(tmp_path, capsys):
     (out / "results.csv").write_text("".join((out / "results.csv").read_text().splitlines(True)[:3]))
     capsys.readouterr()
     assert main(["ablate", "--config", str(cfg), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
-    assert "(2 already in" in capsys.readouterr().out
+    assert "; 2 already in" in capsys.readouterr().out
     again = _rows(out)
     assert len(again) == 4 and [r["run_id"] for r in again[:2]] == [r["run_id"] for r in rows[:2]]
 

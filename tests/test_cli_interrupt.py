@@ -157,7 +157,7 @@ def test_ctrl_c_stops_ablate_keeps_finished_rows_and_resumes(tmp_path, workers, 
     assert _running_in_group(cmd.proc.pid) == [], "the worker processes were left running"
     # resuming reruns only the missing runs and keeps the finished rows as they were
     assert main([*args, "--no-progress"]) == 0
-    assert f"({len(kept)} already in" in capsys.readouterr().out
+    assert f"; {len(kept)} already in" in capsys.readouterr().out
     rows = _rows(csv_path)
     assert len(rows) == RUNS and len({r["run_id"] for r in rows}) == RUNS
     assert rows[: len(kept)] == kept

@@ -222,6 +222,10 @@ def test_ablate_reports_the_steps_actually_trained(tmp_path, capsys):
         + '[sweep]\nseeds = [0]\ncritic = ["symmetric"]\ngrid = { "sensors.angle.noise" = [0.1] }\n'
     )
     assert main(["ablate", "--config", str(cfg), "--out", "ab", "--workers", "1", "--no-progress"]) == 0
+    log = capsys.readouterr().out
+    assert (
+        "sweep: 1 runs of 256 steps each (the budget of 200 rounded up to whole PPO rollouts of 128)" in log
+    )
     with (tmp_path / "ab" / "results.csv").open() as f:
         (row,) = list(csv.DictReader(f))
     assert row["timesteps"] == "256" and row["timesteps_budget"] == "200" and row["eval_episodes"] == "3"
