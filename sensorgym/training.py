@@ -257,7 +257,7 @@ def make_training_env(
     vectorization_mode: str = "sync",
     env_kwargs: dict | None = None,
     **sensor_kwargs: Any,
-):
+) -> Any:
     """A SAME_STEP vector env with sensors, as an SB3 ``VecEnv``."""
     from .wrappers import make_sensor_vec
     from .wrappers.sb3 import SB3VecEnv
