@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from .memory import check_ring_memory, ring_memory_error
 from .metadata import SensorMetadata
 from .ring import Clock, Ring, SingleSlot
 from .sampler import Sampler, needs_sampler
@@ -416,67 +417,6 @@ class ClassStorage:
         for k, v in self.md.state_tensors().items():
             out[f"md.{k}"] = v
         return out
-
-
-def check_ring_memory(
-    sensors: list, md: SensorMetadata, max_shift: int, rcols: int, rdtype: torch.dtype
-) -> None:
-    """Refuse a delay ring larger than the device's memory with a ``ValueError`` naming the sensor, the
-    option and the bytes it would need (instead of an allocator error, or a machine brought to a halt)."""
-    if not max_shift:
-        return
-    need = (max_shift + 1) * md.num_envs * rcols * rdtype.itemsize
-    limit = _device_memory(md.device)
-    if limit is not None and need > limit:
-        raise ring_memory_error(sensors, md, max_shift, rcols, rdtype, limit)
-
-
-def ring_memory_error(
-    sensors: list, md: SensorMetadata, max_shift: int, rcols: int, rdtype: torch.dtype, limit: int | None
-) -> ValueError:
-    depth = max_shift + 1
-    need = depth * md.num_envs * rcols * rdtype.itemsize
-    shifts = md.max_shift_per_sensor()
-    j = max(range(len(sensors)), key=shifts.__getitem__)
-    o = sensors[j].options
-    name, value = "delay", o.delay
-    if o.max_delay is not None and o.max_delay >= _hi(o.delay) + _hi(o.jitter):
-        name, value = "max_delay", o.max_delay
-    elif _hi(o.jitter) > _hi(o.delay) / 2:
-        name, value = "jitter", o.jitter
-    available = "the memory available" if limit is None else f"the {_human(limit)} of memory"
-    return ValueError(
-        f"sensor {sensors[j].name!r}: {name}={value!r} at dt={md.dt:g} s needs a delay ring of {depth:,} "
-        f"steps: about {_human(need)} ({need:,} bytes for {md.num_envs} envs x {rcols} columns of "
-        f"{rdtype}), more than {available} on {md.device}. Fix: give the {name} in seconds (e.g. "
-        f"{name}=0.04), not in steps or milliseconds, or lower it."
-    )
-
-
-def _hi(value: Any) -> float:
-    return value.bounds[1] if hasattr(value, "bounds") else float(value)
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} EiB"
-
-
-def _device_memory(device: torch.device) -> int | None:
-    """Total memory of ``device`` in bytes (None when unknown)."""
-    try:
-        if device.type == "cuda":
-            return torch.cuda.get_device_properties(device).total_memory
-        if device.type == "cpu":
-            import os
-
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError, RuntimeError):
-        return None
-    return None
 
 
 def _width(sensor: Any) -> int:
