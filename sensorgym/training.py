@@ -145,7 +145,7 @@ def check_ppo_kwargs(kwargs: Mapping[str, Any], n_envs: int, source: str) -> Non
         ...     check_ppo_kwargs({"n_stepz": 64}, 4, "my.toml")
         ... except ConfigError as e:
         ...     print(e)  # doctest: +ELLIPSIS
-        my.toml: config algorithm.kwargs.n_stepz = 64: PPO has no such argument. Fix: ... 'n_steps' ...
+        my.toml: config algorithm.kwargs.n_stepz = 64: PPO has no such argument. Fix: did you mean ...
     """
     import difflib
     import inspect
