@@ -304,3 +304,34 @@ def test_demo_prints_signed_differences():
             assert set(bar) == {"+", "|"} and bar.startswith("|")
         signs.append(np.sign(diff))
     assert -1 in signs and 1 in signs  # both signs occur, and are printed as such
+
+
+def test_a_runs_progress_counts_to_the_steps_it_trains():
+    pytest.importorskip("stable_baselines3")
+    from sensorgym.ablation import plan_runs, run_one
+
+    cfg = parse_config(
+        {
+            "env": {"id": "Pendulum-v1", "n_envs": 2},
+            "sensors": {"angle": {"type": "StateSensorOptions", "key": "obs", "index": [0, 1]}},
+            "algorithm": {
+                "timesteps": 200,
+                "eval_episodes": 1,
+                "kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 1},
+            },
+            "sweep": {"seeds": [0], "critic": ["symmetric"]},
+        }
+    )
+
+    class Channel:
+        def __init__(self) -> None:
+            self.messages: list[tuple[str, int, int]] = []
+
+        def put(self, message: tuple[str, int, int]) -> None:
+            self.messages.append(message)
+
+    channel = Channel()
+    (run,) = plan_runs(cfg)
+    row = run_one(cfg.raw, run, channel, threads=1)
+    assert {total for _, _, total in channel.messages} == {256}  # the bar's total: steps to be trained
+    assert channel.messages[-1][1] == 256 == row["timesteps"]  # it ends full, not past or short of it
