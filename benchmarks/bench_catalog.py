@@ -1,19 +1,28 @@
 """Cost of the MuJoCo sensor catalog.
 
 1. Per sensor class: the measurement inside one sub-env (µs per env-step, the part that scales with B
-   and runs in Async workers) and the manager's batched step for B in {1, 16, 64} (µs per step).
-2. The Ant reference set (IMU + 4 foot contacts + 8 encoders): a SyncVectorEnv step of ``Ant-v5`` bare vs
-   observed through the sensors, for B in {1, 16, 64}; target: the sensors add under 25% to the env step.
-Camera and lidar are reported separately (they are much more expensive than the rest).
+   and runs in Async workers) and the manager's batched step for B in {1, 16, 64} (µs per step). The IMU
+   and the contact switches are measured twice: computed in Python on ``Ant-v5``'s own model, and read
+   from MuJoCo's native sensors on the patched model (:mod:`sensorgym.sensors.native`).
+2. Per part: one Ant sub-env's extraction (``mj_forward``, each class's ``_extract_state``, packing), on
+   both paths.
+3. The Ant reference set (IMU + 4 foot contacts + 8 encoders): a SyncVectorEnv step of ``Ant-v5`` bare,
+   observed through the sensors on the Python path (``make_sensor_vec("Ant-v5", ...)``) and on the native
+   path (``gym.make_vec("sensorgym/AntSensors-v0", ...)``), rounds interleaved; targets: the sensors add
+   at most 25 % to the env step at B=1 and 10 % at B=16.
+Camera and lidar are reported separately (they are much more expensive than the rest). On a shared
+machine, compare the best of several rounds (printed) and look at the median (also printed) for noise.
 
 Usage:
-    MUJOCO_GL=egl python benchmarks/bench_catalog.py
+    MUJOCO_GL=egl python benchmarks/bench_catalog.py                 # everything
+    MUJOCO_GL=egl python benchmarks/bench_catalog.py --only ant parts --rounds 9
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -24,7 +33,8 @@ import torch
 
 import sensorgym as sg
 import sensorgym.envs
-from sensorgym.envs.ant import ant_sensors
+from sensorgym.envs.ant import ant_sensors, native_ant_xml
+from sensorgym.sensors.mujoco_base import sync_mjdata
 from sensorgym.wrappers import make_sensor_vec
 from sensorgym.wrappers.common import ExtractionPlan, extract_state
 
@@ -46,13 +56,13 @@ def catalog_cases() -> list[tuple[str, str, dict]]:
     from sensorgym.envs.ant import ANT_FEET, ANT_JOINTS
     from sensorgym.envs.tactile import tactile_sensors
 
+    imu = {"s": sg.IMUOptions(body="torso", noise=0.01, delay=0.05)}
+    feet = {f"f{i}": sg.ContactOptions(geom=g, delay=0.05) for i, g in enumerate(ANT_FEET)}
     cases = [
-        ("IMU", "Ant-v5", {"s": sg.IMUOptions(body="torso", noise=0.01, delay=0.05)}),
-        (
-            "Contact x4",
-            "Ant-v5",
-            {f"f{i}": sg.ContactOptions(geom=g, delay=0.05) for i, g in enumerate(ANT_FEET)},
-        ),
+        ("IMU (Python)", "Ant-v5", imu),
+        ("IMU (native)", "Ant-v5", imu),
+        ("Contact x4 (Python)", "Ant-v5", feet),
+        ("Contact x4 (native)", "Ant-v5", feet),
         ("ContactForce", "Ant-v5", {"s": sg.ContactForceOptions(body="torso", max_force=100.0)}),
         ("JointEncoder (8)", "Ant-v5", {"s": sg.JointEncoderOptions(joints=ANT_JOINTS, resolution=1e-3)}),
         ("JointTorque (8)", "Ant-v5", {"s": sg.JointTorqueOptions(joints=ANT_JOINTS)}),
@@ -94,8 +104,11 @@ def per_class(sizes: list[int]) -> None:
     )
     print("|---|---:|" + "---:|" * len(sizes))
     for label, env_id, sensors in catalog_cases():
-        env = gym.make(env_id).unwrapped
+        kwargs = {"xml_file": native_ant_xml(sensors)} if "(native)" in label else {}
+        env = gym.make(env_id, **kwargs).unwrapped
         env.reset(seed=0)
+        for _ in range(20):  # off the initial pose: the feet touch the floor
+            env.step(env.action_space.sample())
         plan = ExtractionPlan(sensors)
         t_measure = best_time(lambda e=env, p=plan: p(e), 200)
         one = extract_state(env, sensors)
@@ -110,40 +123,88 @@ def per_class(sizes: list[int]) -> None:
         print(f"| {label} | " + " | ".join(row) + " |")
 
 
-def ant_overhead(sizes: list[int], steps: int) -> None:
+def parts(rounds: int) -> None:
+    """Per-part cost of one Ant sub-env's extraction, Python path vs native path (best of rounds)."""
     sensors = ant_sensors()
-    print("\n| B | Ant-v5 bare µs/step | with IMU + 4 contacts + encoders µs/step | added | added / bare |")
-    print("|---:|---:|---:|---:|---:|")
+    rows: dict[str, dict[str, float]] = {}
+    for path, kwargs in (("Python", {}), ("native", {"xml_file": native_ant_xml(sensors)})):
+        env = gym.make("Ant-v5", **kwargs).unwrapped
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(40):  # walking, feet on the floor
+            env.step(rng.uniform(-0.5, 0.5, 8))
+        plan = ExtractionPlan(sensors)
+        values = plan(env)
+        cases = {"sync_mjdata (mj_forward [+ rnePostConstraint])": lambda e=env: sync_mjdata(e)}
+        for cls, opts in plan.groups:
+            cases[f"{cls.__name__}._extract_state"] = lambda c=cls, o=opts, e=env: c._extract_state(e, o)
+        cases["pack"] = lambda v=values: ExtractionPlan.pack(v)
+        cases["ExtractionPlan + pack (all)"] = lambda p=plan, e=env: ExtractionPlan.pack(p(e))
+        for name, fn in cases.items():
+            rows.setdefault(name, {})[path] = best_time(fn, 2000, rounds)
+    print("\n| part (one Ant sub-env) | Python path µs | native path µs |")
+    print("|---|---:|---:|")
+    for name, t in rows.items():
+        print(f"| {name} | {t['Python'] * 1e6:.1f} | {t['native'] * 1e6:.1f} |")
+
+
+def ant_overhead(sizes: list[int], steps: int, rounds: int) -> None:
+    sensors = ant_sensors()
+    policy = ["imu", "foot_0", "foot_1", "foot_2", "foot_3", "encoders"]
+    print(
+        "\n| B | Ant-v5 bare µs/step | Python path µs/step | added | added / bare | native path µs/step "
+        "| added | added / bare | bare, median of rounds | native, median of rounds |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for b in sizes:
         envs = {
             "bare": gym.make_vec("Ant-v5", num_envs=b, vectorization_mode="sync"),
-            "sensors": make_sensor_vec("Ant-v5", b, sensors, seed=0),
+            "python": make_sensor_vec("Ant-v5", b, sensors, seed=0, policy=policy),
+            "native": gym.make_vec("sensorgym/AntSensors-v0", num_envs=b, seed=0),
         }
-        actions = np.random.default_rng(0).uniform(-1, 1, (steps, b, 8)).astype(np.float32)
-        times = dict.fromkeys(envs, float("inf"))
+        assert envs["native"].unwrapped.get_attr("model")[0].nsensor > 0  # the patched model
+        actions = np.random.default_rng(0).uniform(-0.5, 0.5, (steps, b, 8)).astype(np.float32)
+        times: dict[str, list[float]] = {k: [] for k in envs}
         for env in envs.values():
             env.reset(seed=0)
-        for _ in range(5):  # interleaved rounds: machine noise hits both alike; keep the best
+        for _ in range(rounds):  # interleaved rounds: machine noise hits all alike; keep the best
             for kind, env in envs.items():
                 start = time.perf_counter()
                 for a in actions:
                     env.step(a)
-                times[kind] = min(times[kind], (time.perf_counter() - start) / steps)
-        added = times["sensors"] - times["bare"]
-        print(
-            f"| {b} | {times['bare'] * 1e6:,.0f} | {times['sensors'] * 1e6:,.0f} | {added * 1e6:,.0f} | "
-            f"{added / times['bare']:.0%} |"
-        )
+                times[kind].append((time.perf_counter() - start) / steps)
+        best = {k: min(v) for k, v in times.items()}
+        med = {k: statistics.median(v) for k, v in times.items()}
+        row = [f"{b}", f"{best['bare'] * 1e6:,.0f}"]
+        for kind in ("python", "native"):
+            added = best[kind] - best["bare"]
+            row += [f"{best[kind] * 1e6:,.0f}", f"{added * 1e6:,.0f}", f"{added / best['bare']:.0%}"]
+        row += [f"{med['bare'] * 1e6:,.0f}", f"{med['native'] * 1e6:,.0f}"]
+        print("| " + " | ".join(row) + " |")
+        for env in envs.values():
+            env.close()
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 64])
     p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--rounds", type=int, default=7, help="interleaved rounds (best and median reported)")
+    p.add_argument(
+        "--only", nargs="+", choices=["classes", "parts", "ant"], default=["classes", "parts", "ant"]
+    )
     args = p.parse_args()
-    print(f"{os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads)\n")
-    per_class(args.sizes)
-    ant_overhead(args.sizes, args.steps)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"{os.cpu_count()} cores (load average {load:.1f}), torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads)\n"
+    )
+    if "classes" in args.only:
+        per_class(args.sizes)
+    if "parts" in args.only:
+        parts(args.rounds)
+    if "ant" in args.only:
+        ant_overhead(args.sizes, args.steps, args.rounds)
 
 
 if __name__ == "__main__":
