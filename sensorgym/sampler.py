@@ -110,10 +110,14 @@ class Sampler:
         self.last_sample = torch.zeros(b, n, dtype=torch.long, device=device)  # step of the last sample
         self.held = torch.zeros(b, sum(widths), dtype=rdtype, device=device)  # the last sample's snapshot
         self.sample_ring = Ring(delay_depth, b, n, torch.long, device, clock) if delay_depth > 1 else None
-        cols = [j for j, w in enumerate(widths) for _ in range(w)]
-        self.col_to_sensor = torch.tensor(cols, dtype=torch.long, device=device)
         self.take = torch.zeros(b, n, dtype=torch.bool, device=device)
-        self.take_cols = torch.zeros(b, sum(widths), dtype=torch.bool, device=device)
+        # sensors of equal width: a snapshot is (B, n, w) and the decision broadcasts over w; otherwise
+        # it is spread to the columns with one index_select
+        self._width = widths[0] if len(set(widths)) == 1 else None
+        if self._width is None:
+            cols = [j for j, w in enumerate(widths) for _ in range(w)]
+            self.col_to_sensor = torch.tensor(cols, dtype=torch.long, device=device)
+            self.take_cols = torch.zeros(b, sum(widths), dtype=torch.bool, device=device)
         self.every_step = torch.zeros(b, n, dtype=torch.bool, device=device)  # T <= dt
         self.safe_period = torch.ones(b, n, **f64)
         # floor(tau_t / T + 1e-9) of this step and of the previous one (the due rule compares them)
@@ -197,8 +201,13 @@ class Sampler:
             slot.copy_(self.last_sample)
             if reset_mask is not None:  # padded reads show the reset sample, taken at step 0
                 self.sample_ring.buffer.masked_fill_(reset_mask[None, :, None], 0)
-        torch.index_select(take, 1, self.col_to_sensor, out=self.take_cols)
-        torch.where(self.take_cols, snapshot, self.held, out=snapshot)
+        if self._width is None:
+            torch.index_select(take, 1, self.col_to_sensor, out=self.take_cols)
+            torch.where(self.take_cols, snapshot, self.held, out=snapshot)
+        else:
+            b, w = snapshot.shape[0], self._width
+            per_sensor = snapshot.view(b, -1, w)
+            torch.where(take.unsqueeze(2), per_sensor, self.held.view(b, -1, w), out=per_sensor)
         self.held.copy_(snapshot)
 
     def _phase_index(self, out: torch.Tensor) -> None:
