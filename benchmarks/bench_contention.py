@@ -95,7 +95,8 @@ def main() -> None:
 
     print(
         f"# Sensor step under contention: {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores, torch {torch.__version__}, default intra-op threads {torch.get_num_threads()}"
+        f"{os.cpu_count()} cores, torch {torch.__version__}, "
+        f"default intra-op threads {torch.get_num_threads()}"
     )
     if len(settings()) == 1:
         print("(this build has no SensorManager num_threads option: only the default is measured)")
