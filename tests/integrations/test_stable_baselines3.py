@@ -327,7 +327,12 @@ def test_sac_learns_pendulum_through_a_delayed_noisy_sensor():
     }
     env = SB3VecEnv(make_sensor_vec("Pendulum-v1", 1, sensors, autoreset_mode="SameStep", seed=0))
     model = SAC(AsymmetricSACPolicy, env, learning_starts=1000, seed=0, device="cpu")
-    model.learn(12_000)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small networks: more threads only oversubscribe a shared CPU (30x slower)
+    try:
+        model.learn(12_000)
+    finally:
+        torch.set_num_threads(threads)
     eval_env = SB3VecEnv(
         make_sensor_vec("Pendulum-v1", 1, sensors, autoreset_mode="SameStep", seed=1000, wrappers=[Monitor])
     )
