@@ -52,6 +52,12 @@ def _known_empty(envs: Any) -> bool:
     return not arr.any() if arr.dtype == bool else arr.size == 0
 
 
+#: below this many intermediate elements per step (envs x columns), the CPU step runs on one thread by
+#: default: its ops are too small for threads to pay off, and under contention they wait on each other
+#: (benchmarks/bench_contention.py)
+MULTITHREAD_ELEMENTS = 1 << 22
+
+
 class SensorManager:
     """Batched sensors for ``num_envs`` parallel environments stepped every ``dt`` seconds.
 
@@ -67,6 +73,15 @@ class SensorManager:
         compile: run the default hardware imperfections of each class as one ``torch.compile``-fused
             kernel (same numbers, bit for bit; the first steps compile). See :mod:`sensorgym.accel`;
             for CUDA graphs of the whole step see :meth:`capture_cuda_graph`.
+        num_threads: torch intra-op threads for :meth:`reset`/:meth:`step` on the CPU. ``None`` (default):
+            one thread while the step's work (envs x intermediate columns) is below
+            :data:`MULTITHREAD_ELEMENTS`, torch's global setting above it; ``0``: torch's global setting
+            always (the behaviour before this option); ``k``: ``k`` threads. The setting is applied for the
+            duration of the call and restored after it, so the user's global setting is never changed
+            behind their back. Why one thread: the step is many small ops, and with another process on the
+            machine each multi-threaded op waits on an OpenMP barrier for a descheduled thread (measured on
+            2 cores next to one busy process: a B=64 step took 85x its single-threaded time). Numbers are
+            bit-identical whatever the setting. See docs/performance.md (contention).
 
     See the module docstring for a runnable example.
     """
@@ -79,8 +94,15 @@ class SensorManager:
         seed: int | None = None,
         per_env_rng: bool = False,
         compile: bool = False,
+        num_threads: int | None = None,
     ) -> None:
         n, step = as_int(num_envs), as_real(dt)
+        threads = None if num_threads is None else as_int(num_threads)
+        if num_threads is not None and (threads is None or threads < 0):
+            raise ValueError(
+                f"SensorManager(num_threads={num_threads!r}): expected None (automatic), 0 (torch's global "
+                "setting) or a number of threads >= 1. Fix: leave it out, or pass e.g. num_threads=1."
+            )
         if n is None or n < 1:
             raise ValueError(f"SensorManager(num_envs={num_envs!r}): num_envs must be an int >= 1.")
         if step is None or not math.isfinite(step) or step <= 0:
@@ -92,6 +114,8 @@ class SensorManager:
         self.dt = step
         self.compile = bool(compile)
         self.device = torch.device(device)
+        self.num_threads = threads
+        self._step_threads = 0  # decided at build from the work size: 0 = leave torch's setting alone
         self.random: RandomSource = (
             PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
         )
@@ -221,6 +245,7 @@ class SensorManager:
         # keep the class order of first appearance
         self._stores = {cls: self._stores[cls] for cls in by_class}
         self._built = True
+        self._step_threads = self._decide_threads()
         self._any_raise = any(s.options.nan_policy == "raise" for s in self.sensors)
         self._plan_draws()
 
@@ -261,7 +286,7 @@ class SensorManager:
         self._check_state(state)
         if envs_idx is not None and _known_empty(envs_idx):
             return  # nothing to reset (checked on the host: no device sync)
-        self._capture(state, mask, advancing=False)
+        self._threaded_capture(state, mask, advancing=False)
 
     def step(self, state: Any, reset_mask: Any = None) -> None:
         """One control step for every env. ``reset_mask`` (optional, bool (B,) or indices) marks envs
@@ -275,7 +300,29 @@ class SensorManager:
         mask = None if _known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
         self._check_state(state)
         self.clock.tick()
-        self._capture(state, mask, advancing=True)
+        self._threaded_capture(state, mask, advancing=True)
+
+    def _decide_threads(self) -> int:
+        """The intra-op thread count :meth:`step` runs with; 0 leaves torch's global setting alone."""
+        if self.device.type != "cpu" or self.num_threads == 0:
+            return 0
+        if self.num_threads is not None:
+            return self.num_threads
+        work = self.num_envs * sum(group.cols for group in self._groups.values())
+        return 1 if work < MULTITHREAD_ELEMENTS else 0
+
+    def _threaded_capture(self, state: Any, mask: torch.Tensor | None, advancing: bool) -> None:
+        """:meth:`_capture` under the step's intra-op thread count (see ``num_threads``), restored after."""
+        threads = self._step_threads
+        previous = torch.get_num_threads() if threads else 0
+        if previous == threads:
+            self._capture(state, mask, advancing)
+            return
+        torch.set_num_threads(threads)
+        try:
+            self._capture(state, mask, advancing)
+        finally:
+            torch.set_num_threads(previous)
 
     def capture_cuda_graph(self, state: Mapping[str, torch.Tensor]) -> CapturedStep:
         """CUDA graphs of :meth:`step` (one per ring-clock phase) for states shaped like ``state``; returns
