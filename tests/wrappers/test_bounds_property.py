@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,3 +38,22 @@ def test_quantized_biased_readings_at_the_bounds_stay_in_the_space(a, b, resolut
     for i in range(4):
         assert packed["policy"][i] in layout.policy_space, (packed["policy"][i], layout.policy_space)
         assert packed["critic"][i] in layout.critic_space
+
+
+@pytest.mark.parametrize(
+    ("high", "bias"),
+    [(-3.822852849960327, 2.18), (2.044783592224121, -2.57), (9.99002742767334, 1.98)],
+)
+def test_biased_reading_at_the_high_bound_stays_in_the_space(high, bias) -> None:
+    """Regression (issue 11.7), found by search: the float32 sum high + bias lands 1 ulp above the bound
+    computed in float64 and rounded to float32, so the reading left ``policy_space``."""
+    space = gym.spaces.Box(np.float32(-20.0), np.float32(high), (1,), np.float32)
+    mgr = sg.SensorManager(num_envs=1, dt=0.1, seed=0)
+    s = mgr.add_sensor(sg.StateSensorOptions(key="obs", bias=bias), name="x")
+    state = {"obs": np.array([[high]], np.float32)}
+    mgr.build(state)
+    layout = ObservationLayout(mgr, {"x": s}, ["x"], ["x"], space)
+    mgr.reset(state)
+    reading = layout.pack_numpy(state["obs"])["policy"][0]
+    assert reading[0] > np.float32(np.float64(high) + bias)  # the float32 sum really is above
+    assert reading in layout.policy_space
