@@ -751,6 +751,13 @@ def _verdict(name: str, d: dict[str, float], episode_sd: float) -> str:
             f"At {name}, the asymmetric critic scores {better} by {_fmt(abs(d['mean']))} ({ci}): "
             f"{strength} that it {effect} here{scale}."
         )
+    if d["p"] < 0.1:
+        better = "higher" if d["mean"] > 0 else "lower"
+        return (
+            f"At {name}, only a weak hint that the asymmetric critic scores {better} "
+            f"(asymmetric - symmetric = {_fmt(d['mean'], sign=True)}, {ci}): the interval still includes 0, "
+            f"so the data do not show a difference at the 5% level; more seeds would tell{scale}."
+        )
     return (
         f"At {name}, no clear difference: asymmetric - symmetric = {_fmt(d['mean'], sign=True)} ({ci}); "
         f"the data are consistent with anything from {_fmt(d['lo'], sign=True)} to "

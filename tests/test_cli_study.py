@@ -106,6 +106,18 @@ def test_summary_states_the_answer_per_level_with_its_uncertainty():
     assert "sample standard deviation over seeds (ddof=1)" in text and "episode sd" in text
 
 
+def test_summary_calls_a_p_between_5_and_10_percent_a_weak_hint():
+    rows = _rows()
+    for r in rows:  # noise 0.2: asymmetric better by 50, 100, 150 on the three seeds: p = 0.07
+        if r["sensors.angle.noise"] == "0.2" and r["critic"] == "asymmetric":
+            sym = SCORES[(0.2, "symmetric")][int(r["seed"])]
+            r["eval_return_mean"] = str(sym + [50.0, 100.0, 150.0][int(r["seed"])])
+    text = summary_markdown(rows, ["sensors.angle.noise"], SWEEP_CFG)
+    line = next(x for x in text.splitlines() if x.startswith("- At angle noise = 0.2"))
+    assert "only a weak hint that the asymmetric critic scores higher" in line
+    assert "the interval still includes 0" in line
+
+
 def test_summary_with_one_seed_says_it_is_anecdotal():
     rows = [r for r in _rows() if r["seed"] == "0"]
     text = summary_markdown(rows, ["sensors.angle.noise"], SWEEP_CFG)
