@@ -138,9 +138,9 @@ class _ContactPlan:
 
     Switches whose native ``contact`` sensors are in the model (:mod:`sensorgym.sensors.native`) read
     their counts from ``sensordata`` in one gather (the count of the target minus that of each excluded
-    body). The others count in Python: contact lists are short (a few
-    to a few tens of entries), so plain Python set lookups beat numpy, whose per-call overhead dominates
-    at these sizes; this runs every step in every sub-env.
+    body). The others count in Python: contact lists are short (a few to a few tens of entries), so
+    plain Python set lookups beat numpy, whose per-call overhead dominates at these sizes; this runs
+    every step in every sub-env.
     """
 
     def __init__(self, model: Any, options: list) -> None:

@@ -11,6 +11,11 @@ magnetometer reads the world field ``magnetic_field`` in the sensor frame. Per-a
 (misalignment) matrices are the sensor's response (``_apply_transform``, both branches); every
 imperfection can be given per field (``acc_noise``, ``gyro_bias``, ``mag_resolution``, ...).
 
+Where the model carries the IMU's native sensors (:mod:`sensorgym.sensors.native`: a site at the mount
+with an accelerometer, a gyro and, when the model's field is ``magnetic_field``, a magnetometer), the
+reading is a copy of their ``data.sensordata`` slice; otherwise it is computed in Python from ``MjData``
+(``_measure_python``). Both agree within float32 rounding.
+
 Example:
     >>> import sensorgym as sg
     >>> o = sg.IMUOptions(body="torso", acc_noise=0.05, gyro_noise=0.01, gyro_cross_axis_coupling=0.02)
