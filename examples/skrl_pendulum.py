@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--timesteps", type=int, default=20_000)
     p.add_argument("--num-envs", type=int, default=64)
+    p.add_argument(
+        "--out",
+        default="sensorgym_outputs/skrl_pendulum",
+        help="skrl's experiment folder (logs, checkpoints)",
+    )
     args = p.parse_args(argv)
     env = SkrlWrapper(
         SensorObservation(
@@ -79,6 +84,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     )
     models = {"policy": Policy(env), "value": Value(env)}
+    cfg = PPO_CFG(rollouts=32, learning_epochs=4, mini_batches=4, discount_factor=0.95)
+    cfg.experiment.directory = args.out  # skrl's default is ./runs in the working directory
     agent = PPO(
         models=models,
         memory=RandomMemory(memory_size=32, num_envs=env.num_envs, device=env.device),
@@ -86,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         state_space=env.state_space,
         action_space=env.action_space,
         device=env.device,
-        cfg=PPO_CFG(rollouts=32, learning_epochs=4, mini_batches=4, discount_factor=0.95),
+        cfg=cfg,
     )
     trainer = SequentialTrainer(
         env=env,

@@ -4,6 +4,8 @@ value target skrl stores for a truncated step is ``r + γ·V(terminal state)``."
 
 from __future__ import annotations
 
+import tempfile
+
 import pytest
 import torch
 from torch import nn
@@ -56,6 +58,9 @@ def _models(env):
     return {"policy": Policy(), "value": Value()}
 
 
+_EXPERIMENTS = tempfile.mkdtemp(prefix="sensorgym_skrl_")
+
+
 def _agent(env, models):
     return SensorPPO(
         models=models,
@@ -64,7 +69,13 @@ def _agent(env, models):
         state_space=env.state_space,
         action_space=env.action_space,
         device="cpu",
-        cfg={"rollouts": STEPS, "learning_epochs": 1, "mini_batches": 2, "discount_factor": GAMMA},
+        cfg={
+            "rollouts": STEPS,
+            "learning_epochs": 1,
+            "mini_batches": 2,
+            "discount_factor": GAMMA,
+            "experiment": {"directory": _EXPERIMENTS},  # not skrl's default ./runs in the checkout
+        },
     )
 
 

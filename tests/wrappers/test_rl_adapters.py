@@ -61,7 +61,7 @@ def test_rsl_rl_runner_one_iteration():
 
 
 @pytest.mark.parametrize(("critic_input", "width"), [(None, 4 + 5), ("critic", 5)])
-def test_skrl_ppo_uses_states_for_the_critic(critic_input, width):
+def test_skrl_ppo_uses_states_for_the_critic(critic_input, width, tmp_path):
     """Default states = policy (4) + critic (GT 2 + env obs 3); ``critic_input="critic"`` = critic only."""
     pytest.importorskip("skrl")
     from skrl.agents.torch.ppo import PPO, PPO_CFG
@@ -113,6 +113,7 @@ def test_skrl_ppo_uses_states_for_the_critic(critic_input, width):
 
     models = {"policy": Policy(), "value": Value()}
     cfg = PPO_CFG(rollouts=16, learning_epochs=1, mini_batches=2)
+    cfg.experiment.directory = str(tmp_path)  # not skrl's default ./runs in the checkout
     agent = PPO(
         models=models,
         memory=RandomMemory(memory_size=16, num_envs=N, device="cpu"),
