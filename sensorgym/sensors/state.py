@@ -168,7 +168,8 @@ class StateSensor(SimpleSensor):
                 if bad:
                     raise ValueError(
                         f"sensor {self.name!r}: index {bad} out of range for the last axis "
-                        f"of state[{o.key!r}] (size {last})."
+                        f"of state[{o.key!r}] (size {last}). Fix: use indices in "
+                        f"[{-last}, {last - 1}], or read another key."
                     )
             inferred = (
                 ((*self._state_shape[:-1], len(o.index)) if self._state_shape else (len(o.index),))
