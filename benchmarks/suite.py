@@ -104,9 +104,15 @@ def make_state(num_envs: int, device: str | torch.device = "cpu", seed: int = 0)
 
 
 def build_suite(
-    num_envs: int, device: str | torch.device = "cpu", seed: int = 0, compile: bool = False
+    num_envs: int,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
+    compile: bool = False,
+    num_threads: int | None = None,
 ) -> sg.SensorManager:
-    mgr = sg.SensorManager(num_envs=num_envs, dt=DT, device=device, seed=seed, compile=compile)
+    mgr = sg.SensorManager(
+        num_envs=num_envs, dt=DT, device=device, seed=seed, compile=compile, num_threads=num_threads
+    )
     for i in range(N_IMU):
         mgr.add_sensor(sg.StateSensorOptions(key=f"imu{i}", shape=(3,), **IMU_OPTIONS), name=f"imu{i}")
     for i in range(N_CONTACT):
