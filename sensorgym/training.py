@@ -175,6 +175,12 @@ def check_ppo_kwargs(kwargs: Mapping[str, Any], n_envs: int, source: str) -> Non
         low = _POSITIVE_INT_PPO.get(key)
         if low is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
             raise ConfigError(f"{where}: must be a whole number >= {low}. Fix: write e.g. {key} = 64.")
+    n_steps = kwargs.get("n_steps", 2048)
+    if isinstance(n_steps, int) and n_steps * n_envs <= 1:  # SB3 asserts: advantages need 2 samples
+        raise ConfigError(
+            f"{source}: config algorithm.kwargs.n_steps = {n_steps!r} with env.n_envs = {n_envs}: a PPO "
+            "rollout (n_steps x n_envs) must hold more than 1 step. Fix: write e.g. n_steps = 64."
+        )
 
 
 class TrainingInterrupted(KeyboardInterrupt):

@@ -75,6 +75,13 @@ def test_config_mistakes_are_one_line_naming_file_key_value_and_fix(tmp_path, ca
     assert ".." not in line.replace("...", ""), line
 
 
+def test_a_one_step_rollout_is_refused_before_sb3_asserts(tmp_path, capsys):
+    cfg = tmp_path / "mine.toml"
+    cfg.write_text(BASE.replace("n_envs = 2", "n_envs = 1").replace("n_steps = 64", "n_steps = 1"))
+    line = _one_line_error(capsys, ["train", "--config", str(cfg), "--no-progress"])
+    assert "algorithm.kwargs.n_steps = 1 with env.n_envs = 1" in line and "Fix: write e.g." in line, line
+
+
 def test_a_wrong_type_of_option_has_one_fix_not_two(tmp_path, capsys):
     cfg = tmp_path / "mine.toml"
     cfg.write_text(BASE.replace("noise = 0.05", 'noise = "abc"'))
