@@ -89,7 +89,6 @@ class SensorMetadata:
         self.reset_mask: torch.Tensor | None = None
         self.advancing = True
         self.capture_rows: torch.Tensor | None = None  # envs the current capture is for (None: all)
-        self.step_count = 0
         self._finish_raw_capture: Any = None  # installed by the class storage
         self._prev_shift: torch.Tensor | None = None  # installed by the class storage
 
@@ -240,10 +239,6 @@ class SensorMetadata:
         return out
 
     # -- randomization ---------------------------------------------------------------------------------
-    @property
-    def randomized_fields(self) -> tuple[str, ...]:
-        return tuple(self._random)
-
     def resample(self, mask: torch.Tensor) -> None:
         """Draw new values of every randomized option for the envs in ``mask`` (B,) bool."""
         if not self._random:

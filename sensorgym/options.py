@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -236,9 +236,6 @@ class SensorOptions:
             ):
                 out.append(f)
         return tuple(out)
-
-    def field_names(self) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(self))
 
 
 @dataclass(frozen=True, kw_only=True)

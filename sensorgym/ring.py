@@ -67,10 +67,6 @@ class Ring:
             raise IndexError(f"ring holds {self.depth} snapshots; at({k}) is out of range")
         return self._slots[(self.clock.t - k) % self.depth]
 
-    def view(self, cols: slice) -> RingView:
-        """A ring over a column slice, sharing storage and clock."""
-        return RingView(self, self.buffer[:, :, cols])
-
     def block(self, start: int, width: int) -> RingView:
         """A ring over a contiguous block of each snapshot's storage: snapshot columns
         ``[start, start + width)`` of a ``(batch, cols)`` slot read as a contiguous ``(batch, width)``
@@ -93,13 +89,6 @@ class Ring:
             raise IndexError(f"ring holds {self.depth} snapshots; asked for {n}")
         cols = slice(None) if cols is None else cols
         return torch.stack([self.buffer[self.slot(k), :, cols] for k in range(n)], dim=1)
-
-    def history_into(self, out: torch.Tensor, cols: slice | None = None) -> torch.Tensor:
-        """Write the last ``out.shape[1]`` snapshots, newest first, into ``out`` ``(batch, n, cols)``."""
-        cols = slice(None) if cols is None else cols
-        for k in range(out.shape[1]):
-            out[:, k].copy_(self.buffer[self.slot(k), :, cols])
-        return out
 
 
 class RingView:

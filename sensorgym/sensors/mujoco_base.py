@@ -40,7 +40,9 @@ __all__ = [
 
 _MODELS: dict[int, tuple[weakref.ref, dict]] = {}
 _SENSOR_OFF = 1 << 13  # mujoco.mjtDisableBit.mjDSBL_SENSOR (checked in tests/sensors/test_native_path.py)
+#: id(options) -> (options, key): the entry keeps the options alive, so its id cannot be recycled
 _KEYS: dict[int, tuple[Any, str]] = {}
+_MAX_KEYS = 4096
 _DATA_TYPES: set[type] = set()  # types of MjData-like objects already seen to carry qpos
 
 
@@ -192,6 +194,8 @@ def state_key(options: Any) -> str:
         return hit[1]
     digest = hashlib.sha1(repr(options).encode()).hexdigest()[:12]
     key = f"mj.{type(options).__name__}.{digest}"
+    if len(_KEYS) >= _MAX_KEYS:  # bounded: a long sweep builds many options objects; a miss only rehashes
+        _KEYS.clear()
     _KEYS[id(options)] = (options, key)
     return key
 
