@@ -341,7 +341,38 @@ class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
         return data
 
 
-class AsymmetricSACPolicy(SACPolicy):
+class _AsymmetricQPolicy:
+    """The actor/Q-network split shared by :class:`AsymmetricSACPolicy` and :class:`AsymmetricTD3Policy`:
+    each network gets its own :class:`KeysExtractor` (a mixin placed before SB3's policy class)."""
+
+    def __init__(
+        self,
+        observation_space: gym.spaces.Dict,
+        action_space: gym.spaces.Space,
+        lr_schedule: Any,
+        *args: Any,
+        actor_keys: Sequence[str] = ("policy",),
+        critic_input: str | Sequence[str] | None = None,
+        critic_keys: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.actor_keys, self.critic_input = tuple(actor_keys), _critic_keys(critic_input, critic_keys)
+        kwargs["share_features_extractor"] = False
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
+        return super().make_actor(KeysExtractor(self.observation_space, self.actor_keys))
+
+    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
+        return super().make_critic(KeysExtractor(self.observation_space, self.critic_input))
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
+        return data
+
+
+class AsymmetricSACPolicy(_AsymmetricQPolicy, SACPolicy):
     """SAC policy whose actor reads ``actor_keys`` and whose Q-networks read ``critic_input``.
 
     The actor and the critics (and the critic targets) each own a :class:`KeysExtractor` (nothing is
@@ -368,34 +399,8 @@ class AsymmetricSACPolicy(SACPolicy):
         (2, 7)
     """
 
-    def __init__(
-        self,
-        observation_space: gym.spaces.Dict,
-        action_space: gym.spaces.Space,
-        lr_schedule: Any,
-        *args: Any,
-        actor_keys: Sequence[str] = ("policy",),
-        critic_input: str | Sequence[str] | None = None,
-        critic_keys: Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.actor_keys, self.critic_input = tuple(actor_keys), _critic_keys(critic_input, critic_keys)
-        kwargs["share_features_extractor"] = False
-        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
 
-    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
-        return super().make_actor(KeysExtractor(self.observation_space, self.actor_keys))
-
-    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
-        return super().make_critic(KeysExtractor(self.observation_space, self.critic_input))
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
-        return data
-
-
-class AsymmetricTD3Policy(TD3Policy):
+class AsymmetricTD3Policy(_AsymmetricQPolicy, TD3Policy):
     """TD3 policy whose actor (and its target) reads ``actor_keys`` and whose Q-networks read
     ``critic_input``; see :class:`AsymmetricSACPolicy` (same arguments, ``TD3Policy``'s otherwise).
 
@@ -412,32 +417,6 @@ class AsymmetricTD3Policy(TD3Policy):
         >>> model.actor.features_extractor.features_dim, model.critic.features_extractor.features_dim
         (2, 7)
     """
-
-    def __init__(
-        self,
-        observation_space: gym.spaces.Dict,
-        action_space: gym.spaces.Space,
-        lr_schedule: Any,
-        *args: Any,
-        actor_keys: Sequence[str] = ("policy",),
-        critic_input: str | Sequence[str] | None = None,
-        critic_keys: Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.actor_keys, self.critic_input = tuple(actor_keys), _critic_keys(critic_input, critic_keys)
-        kwargs["share_features_extractor"] = False
-        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
-
-    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
-        return super().make_actor(KeysExtractor(self.observation_space, self.actor_keys))
-
-    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
-        return super().make_critic(KeysExtractor(self.observation_space, self.critic_input))
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
-        return data
 
 
 # -- checkpoint state as plain data (loadable with torch.load(weights_only=True)) -----------------------
