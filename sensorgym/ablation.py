@@ -702,12 +702,35 @@ def _episode_sd(level: _Level) -> tuple[float, int]:
 def _level_name(cell_keys: list[str], cell: tuple) -> str:
     if not cell_keys:
         return "the base setting"
-    return ", ".join(f"{_readable(k)} = {v}" for k, v in zip(cell_keys, cell, strict=True))
+    return ", ".join(f"{_readable(k)} = {_value_text(v)}" for k, v in zip(cell_keys, cell, strict=True))
+
+
+def _value_text(value: Any) -> str:
+    """A level's value for tables and ticks: a distribution as ``Uniform(0.05, 0.2)``, a key the cell does
+    not set as ``config`` (the config's own value).
+
+    Example:
+        >>> _value_text("{'dist': 'Uniform', 'low': 0.05, 'high': 0.2}"), _value_text(""), _value_text(0.1)
+        ('Uniform(0.05, 0.2)', 'config', '0.1')
+    """
+    import ast
+
+    if value == "" or value is None:
+        return "config"
+    if isinstance(value, str) and value.startswith("{"):
+        with contextlib.suppress(ValueError, SyntaxError):
+            value = ast.literal_eval(value)
+    if isinstance(value, dict) and "dist" in value:
+        params = [value[k] for k in value if k != "dist"]
+        return f"{value['dist']}({', '.join(str(p) for p in params)})"
+    return str(value)
 
 
 def _readable(key: str) -> str:
     """``sensors.angle.noise`` -> ``angle noise``; other dotted keys lose their first part."""
     parts = key.split(".")
+    if parts[0] == "latency" and len(parts) > 1:  # latency.delay -> action delay (not a sensor's delay)
+        return "action " + " ".join(p.replace("_", " ") for p in parts[1:])
     return " ".join(p.replace("_", " ") for p in parts[1:]) if len(parts) > 1 else key
 
 
@@ -827,7 +850,7 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
     head += ["episode sd"]
     lines += ["## Scores per level", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for lv, d in zip(levels, diffs, strict=True):
-        cells = [", ".join(str(v) for v in lv.cell) if cell_keys else "base"]
+        cells = [", ".join(_value_text(v) for v in lv.cell) if cell_keys else "base"]
         for c in critics:
             xs = list(lv.scores.get(c, {}).values())
             cells.append(
@@ -912,7 +935,7 @@ def results_figure(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config
     if numeric:
         levels.sort(key=lambda lv: _as_number(lv.cell[0]))
     xs = np.arange(len(levels), dtype=float)
-    ticks = [", ".join(str(v) for v in lv.cell) if cell_keys else "base" for lv in levels]
+    ticks = [", ".join(_value_text(v) for v in lv.cell) if cell_keys else "base" for lv in levels]
     xlabel = ", ".join(f"{_readable(k)} ({k})" for k in cell_keys) or "setting"
     critics = [c for c in ("symmetric", "asymmetric") if any(c in lv.scores for lv in levels)]
     critics += sorted({c for lv in levels for c in lv.scores} - set(critics))

@@ -121,7 +121,7 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
     that does not fit the env (a key it lacks, an index out of range) is one line naming ``source`` here,
     not a traceback later (or a failed run in a worker process)."""
     from .config import ConfigError, apply_overrides
-    from .wrappers import make_sensor_vec
+    from .training import make_sensor_env
 
     cells = [{}, *(cfg.sweep.cells() if sweep else [])]
     for cell in cells:
@@ -130,15 +130,20 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
             f"with {', '.join(f'{k} = {v!r}' for k, v in cell.items())}: " if cell else ""
         )
         try:
-            env = make_sensor_vec(
+            env = make_sensor_env(
                 c.env.id,
-                1,
                 c.sensors,
+                n_envs=1,
+                seed=None,
+                autoreset_mode="NextStep",
                 env_kwargs=c.env.kwargs,
+                latency=c.latency,
                 policy=c.policy,
                 critic=c.critic.sensors,
                 critic_env_obs=c.critic.env_obs,
                 critic_randomization=c.critic.randomization,
+                policy_age=c.policy_age,
+                critic_age=c.critic_age,
             )
             try:
                 env.reset(seed=0)
@@ -192,6 +197,11 @@ def _inspect(args: argparse.Namespace) -> int:
     )
     print(format_summary(result.summary, dt))
     print(f"\nfigure: {result.figure}")
+    if result.sampler_figure is not None:
+        print(
+            f"sampler figure: {result.sampler_figure} (sensors with update_period/dropout: samples taken, "
+            "samples lost, and the reading's age)"
+        )
     return 0
 
 

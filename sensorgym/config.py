@@ -7,11 +7,17 @@ A config is a mapping with these tables (all but ``sensors`` optional)::
                  type = "StateSensorOptions" (an options class name), then any option of that class;
                  a distribution is written {dist = "LogUniform", low = 0.01, high = 0.1}
     [policy]     sensors = [...]                 # what the actor sees (default: every sensor)
-    [critic]     type = "asymmetric" | "symmetric", sensors = [...], env_obs = true, randomization = false
+                 age = [...]                     # sensors whose reading's age (s) the actor also sees
+    [critic]     type = "asymmetric" | "symmetric", sensors = [...], env_obs = true, randomization = false,
+                 age = [...]                     # sensors whose reading's age the critic also reads
+    [latency]    delay = 0.02, jitter = 0.01     # action latency (s; values or distributions, SPEC 4)
+                 initial_action = "zero" | "first" | [a0, a1, ...], critic_in_flight = true,
+                 critic_latency = false          # the critic reads the actions in flight / [delay, jitter]
     [algorithm]  name = "PPO", timesteps = 100000, seed = 0, eval_episodes = 10, normalize = true,
                  eval_every = 0, kwargs = {...}  # PPO keyword arguments
     [sweep]      seeds = [0, 1, 2], critic = ["symmetric", "asymmetric"],
                  grid = {"sensors.angle.noise" = [0.0, 0.05, 0.2]}   # every combination
+                        (any key: "sensors.imu.update_period", "sensors.imu.dropout", "latency.delay", ...)
                  or list = [{"sensors.angle.noise" = 0.0}, ...]    # explicit cells
 
 Every key is checked; an error names the key path, the value and the fix (and, from
@@ -114,6 +120,17 @@ class CriticConfig:
 
 
 @dataclass
+class LatencyConfig:
+    """Action latency (:class:`~sensorgym.wrappers.ActionLatency`) between the policy and the env."""
+
+    delay: Any = 0.0
+    jitter: Any = 0.0
+    initial_action: Any = "zero"
+    critic_in_flight: bool = True
+    critic_latency: bool = False
+
+
+@dataclass
 class AlgorithmConfig:
     name: str = "PPO"
     timesteps: int = 100_000
@@ -152,6 +169,9 @@ class Config:
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     raw: dict = field(default_factory=dict, repr=False)
+    latency: LatencyConfig | None = None
+    policy_age: list[str] = field(default_factory=list)
+    critic_age: list[str] = field(default_factory=list)
 
 
 def _options_class(name: Any, path: str) -> type[SensorOptions]:
@@ -266,12 +286,18 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
                 'write {"sensors.a.noise" = 0.1}',
             )
         if cell:
-            apply_overrides(cfg, cell)
+            try:
+                apply_overrides(cfg, cell)
+            except ConfigError as e:
+                if str(e).startswith("config sweep override"):
+                    raise
+                where = ", ".join(f"{k} = {v!r}" for k, v in cell.items())
+                raise ConfigError(f"sweep cell {{{where}}}: {e}") from None
     return cfg
 
 
 def _parse(raw: Mapping[str, Any]) -> Config:
-    top = _table(raw, "<root>", ["env", "sensors", "policy", "critic", "algorithm", "sweep"])
+    top = _table(raw, "<root>", ["env", "sensors", "policy", "critic", "algorithm", "latency", "sweep"])
     sensors_raw = top.get("sensors")
     if not isinstance(sensors_raw, Mapping) or not sensors_raw:
         raise _err(
@@ -294,10 +320,12 @@ def _parse(raw: Mapping[str, Any]) -> Config:
     if env.vectorization not in ("sync", "async"):
         raise _err("env.vectorization", env.vectorization, "must be sync or async", 'write "sync"')
 
-    p = _table(top.get("policy"), "policy", ["sensors"])
+    p = _table(top.get("policy"), "policy", ["sensors", "age"])
     policy = _names(p.get("sensors"), "policy.sensors", sensors)
+    policy_age = _names(p.get("age"), "policy.age", sensors) or []
 
-    c = _table(top.get("critic"), "critic", ["type", "sensors", "env_obs", "randomization"])
+    c = _table(top.get("critic"), "critic", ["type", "sensors", "env_obs", "randomization", "age"])
+    critic_age = _names(c.get("age"), "critic.age", sensors) or []
     critic = CriticConfig(
         type=_typed(c, "critic", "type", str, "asymmetric"),
         sensors=_names(c.get("sensors"), "critic.sensors", sensors),
@@ -341,6 +369,8 @@ def _parse(raw: Mapping[str, Any]) -> Config:
             "write 0 or e.g. 20000",
         )
 
+    latency = _latency(top.get("latency"), sensors)
+
     s = _table(top.get("sweep"), "sweep", ["seeds", "critic", "grid", "list"])
     sweep = SweepConfig(
         seeds=list(_typed(s, "sweep", "seeds", list, [algorithm.seed])),
@@ -375,6 +405,64 @@ def _parse(raw: Mapping[str, Any]) -> Config:
         algorithm=algorithm,
         sweep=sweep,
         raw=copy.deepcopy(dict(raw)),
+        latency=latency,
+        policy_age=policy_age,
+        critic_age=critic_age,
+    )
+
+
+def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:
+    """The ``[latency]`` table (``None`` when absent): delay and jitter checked like ActionLatency does."""
+    if raw is None:
+        return None
+    keys = ["delay", "jitter", "initial_action", "critic_in_flight", "critic_latency"]
+    t = _table(raw, "latency", keys)
+    from .options import bounds_of
+    from .wrappers.latency import IN_FLIGHT_KEY, LATENCY_KEY, _check_time
+
+    times = {}
+    for key in ("delay", "jitter"):
+        value = _value(t.get(key, 0.0), f"latency.{key}")
+        if isinstance(value, (bool, list)):
+            raise _err(f"latency.{key}", value, "expected seconds or a distribution", f"write {key} = 0.02")
+        try:
+            times[key] = _check_time(key, value)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(_clean(f"config latency.{key}: {e}")) from None
+    d_hi, j_hi = bounds_of(times["delay"])[1], bounds_of(times["jitter"])[1]
+    if j_hi > d_hi + 1e-12:
+        raise _err(
+            "latency.jitter",
+            t.get("jitter"),
+            "jitter is extra delay on top of delay and must satisfy 0 <= jitter <= delay "
+            f"({d_hi:g} s at most)",
+            f"lower jitter to at most {d_hi:g} or raise delay",
+        )
+    initial = t.get("initial_action", "zero")
+    numbers = isinstance(initial, list) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in initial
+    )
+    if initial not in ("zero", "first") and not numbers:
+        raise _err(
+            "latency.initial_action",
+            initial,
+            'expected "zero", "first" or a list of numbers (one action)',
+            'write initial_action = "zero"',
+        )
+    taken = [k for k in (IN_FLIGHT_KEY, LATENCY_KEY) if k in sensors]
+    if taken:
+        raise _err(
+            f"sensors.{taken[0]}",
+            taken[0],
+            "this name is reserved for the critic input [latency] adds",
+            "rename the sensor",
+        )
+    return LatencyConfig(
+        delay=times["delay"],
+        jitter=times["jitter"],
+        initial_action=initial,
+        critic_in_flight=_typed(t, "latency", "critic_in_flight", bool, True),
+        critic_latency=_typed(t, "latency", "critic_latency", bool, False),
     )
 
 
@@ -383,10 +471,10 @@ def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
     raw = copy.deepcopy(cfg.raw)
     for path, value in overrides.items():
         parts = path.split(".")
-        if not parts or parts[0] not in ("env", "sensors", "policy", "critic", "algorithm"):
+        if not parts or parts[0] not in ("env", "sensors", "policy", "critic", "algorithm", "latency"):
             raise ConfigError(
                 f"config sweep override {path!r}: the path must start with env, sensors, policy, "
-                'critic or algorithm. Fix: write e.g. "sensors.angle.noise".'
+                'critic, algorithm or latency. Fix: write e.g. "sensors.angle.noise" or "latency.delay".'
             )
         node = raw
         for i, part in enumerate(parts[:-1]):

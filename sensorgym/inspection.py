@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,11 @@ __all__ = [
     "compare_channel",
     "estimate_channel",
     "format_summary",
+    "plot_sampling",
     "plot_traces",
     "record",
     "run_inspect",
+    "sampling_path",
 ]
 
 
@@ -45,6 +47,11 @@ class InspectResult:
     measured: np.ndarray  # (T, C)
     summary: list[dict[str, Any]]
     figure: Path | None = None
+    #: per sensor with its own rate or dropout (SPEC 2.8): its first channel's GT and measured traces and,
+    #: per step, ``fresh`` (a sample was taken), ``due`` (one was due), ``dropped`` (due and lost), the
+    #: reading's ``age`` (s) and the episode ``step``; plus the sampler's ``period``, ``phase``, ``dropout``
+    sampling: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sampler_figure: Path | None = None
 
 
 def record(
@@ -52,26 +59,75 @@ def record(
 ) -> tuple[np.ndarray, list, np.ndarray, np.ndarray]:
     """Step one env for ``steps`` steps (random actions, or ``model.predict``) and record every sensor's
     GT and measured reading (current read, no history). Returns (times, channel names, gt, measured)."""
-    from .wrappers import make_sensor_vec
+    times, names, gt, measured, _ = _record(cfg, steps, seed, model)
+    return times, names, gt, measured
 
-    envs = make_sensor_vec(
+
+def _due(step: int, period: float, phase: float, dt: float) -> bool:
+    """SPEC 2.8's due rule at episode step ``step`` (the reset step always samples), in float64 as the
+    sampler computes it."""
+    if step == 0 or period <= dt:
+        return True
+    now = math.floor((step * dt - phase) / period + 1e-9)
+    before = math.floor(((step - 1) * dt - phase) / period + 1e-9)
+    return now > before
+
+
+def _record(
+    cfg: Config, steps: int, seed: int = 0, model: Any = None
+) -> tuple[np.ndarray, list, np.ndarray, np.ndarray, dict[str, dict[str, Any]]]:
+    from .sampler import needs_sampler
+    from .training import make_sensor_env
+
+    envs = make_sensor_env(
         cfg.env.id,
-        1,
         cfg.sensors,
+        n_envs=1,
         seed=seed,
+        autoreset_mode="NextStep",
         env_kwargs=cfg.env.kwargs,
+        latency=cfg.latency,
         policy=cfg.policy,
         critic=cfg.critic.sensors,
+        critic_env_obs=cfg.critic.env_obs,
+        critic_randomization=cfg.critic.randomization,
+        policy_age=cfg.policy_age,
+        critic_age=cfg.critic_age,
     )
+    sensors = {name: s for name, s in envs.sensors.items() if name in cfg.sensors}  # not [latency]'s
     names = []
-    for name, s in envs.sensors.items():
+    for name, s in sensors.items():
         width = s.return_slice.stop - s.return_slice.start
         names += [name] if width == 1 else [f"{name}[{i}]" for i in range(width)]
+
+    # sensors with their own rate or dropout: the sampler's decision at every step (env 0)
+    sampled = {
+        name: s
+        for name, s in sensors.items()
+        if s._storage.sampler is not None and needs_sampler(s.options, envs.dt)
+    }
+    trace: dict[str, dict[str, list]] = {
+        name: {k: [] for k in ("fresh", "due", "age", "step", "period", "phase", "dropout")}
+        for name in sampled
+    }
+
+    def sampling() -> None:
+        for name, s in sampled.items():
+            sp, j, row = s._storage.sampler, s.index, trace[name]
+            step = int(sp.steps[0])
+            period, phase = float(sp.period[0, j]), float(sp.phase[0, j])
+            row["fresh"].append(bool(sp.take[0, j]))
+            row["due"].append(_due(step, period, phase, envs.dt))
+            row["age"].append(float(s.read_age()[0]))
+            row["step"].append(step)
+            row["period"].append(period)
+            row["phase"].append(phase)
+            row["dropout"].append(float(sp.dropout[0, j]))
 
     def snapshot() -> tuple[np.ndarray, np.ndarray]:
         st = [
             (s._storage.gt_cache[0, s.return_slice], s._storage.m_cache[0, s.return_slice])
-            for s in envs.sensors.values()
+            for s in sensors.values()
         ]
         return (
             np.concatenate([g.float().numpy() for g, _ in st]),
@@ -84,6 +140,7 @@ def record(
     g, m = snapshot()
     gts.append(g)
     ms.append(m)
+    sampling()
     for _ in range(steps):
         if model is not None:
             action, _ = model.predict(obs, deterministic=True)
@@ -93,9 +150,29 @@ def record(
         g, m = snapshot()
         gts.append(g)
         ms.append(m)
+        sampling()
     envs.close()
     times = np.arange(steps + 1) * envs.dt
-    return times, names, np.stack(gts), np.stack(ms)
+    gt, measured = np.stack(gts), np.stack(ms)
+    out: dict[str, dict[str, Any]] = {}
+    for name, row in trace.items():
+        c = names.index(name) if name in names else names.index(f"{name}[0]")
+        fresh, due = np.array(row["fresh"]), np.array(row["due"])
+        out[name] = {
+            "channel": names[c],
+            "gt": gt[:, c],
+            "measured": measured[:, c],
+            "fresh": fresh,
+            "due": due,
+            "dropped": due & ~fresh,
+            "age": np.array(row["age"]),
+            "step": np.array(row["step"]),
+            "period": np.array(row["period"]),
+            "phase": np.array(row["phase"]),
+            "dropout": np.array(row["dropout"]),
+            "delay": sensors[name].options.delay,
+        }
+    return times, names, gt, measured, out
 
 
 def _quantization(values: np.ndarray) -> float:
@@ -398,6 +475,98 @@ def plot_traces(result: InspectResult, path: str | Path, max_channels: int = 12)
     return path
 
 
+def _seconds(x: Any) -> str:
+    return f"{x * 1000:.3g} ms" if x < 1 else f"{x:.3g} s"
+
+
+def plot_sampling(result: InspectResult, path: str | Path) -> dict[str, dict[str, int]]:
+    """A PNG for the sensors with their own rate or dropout (SPEC 2.8): per sensor, its first channel's
+    ground truth (line), the measured reading (steps: held between samples), a dot at each sample taken
+    and an x at each due sample that was lost (both at the ground truth of their step), and below it the
+    age of the reading (s since the sample behind it was taken). Episode resets are dotted lines.
+
+    Returns, per sensor, the counts of the markers drawn (``fresh``, ``dropped``; read back from the
+    figure's artists) and of the due steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(result.sampling)
+    fig, axes = plt.subplots(
+        2 * len(names),
+        1,
+        figsize=(9, 3.1 * len(names) + 0.6),
+        sharex=True,
+        squeeze=False,
+        gridspec_kw={"height_ratios": [2.2, 1.0] * len(names)},
+    )
+    counts: dict[str, dict[str, int]] = {}
+    t = result.times
+    for i, name in enumerate(names):
+        d = result.sampling[name]
+        ax, ax_age = axes[2 * i, 0], axes[2 * i + 1, 0]
+        ax.plot(t, d["gt"], color="black", lw=1.2, label="ground truth")
+        ax.step(t, d["measured"], where="post", color="tab:red", lw=1.0, alpha=0.85, label="measured (held)")
+        fresh = ax.plot(
+            t[d["fresh"]], d["gt"][d["fresh"]], "o", ms=3.2, color="tab:blue", label="sample taken", zorder=3
+        )[0]
+        dropped = ax.plot(
+            t[d["dropped"]],
+            d["gt"][d["dropped"]],
+            "x",
+            ms=6,
+            mew=1.6,
+            color="tab:orange",
+            label="due, lost (dropout)",
+            zorder=4,
+        )[0]
+        resets = t[1:][d["step"][1:] == 0]
+        for a in (ax, ax_age):
+            for r in resets:
+                a.axvline(r, color="gray", ls=":", lw=0.9)
+        ax_age.step(t, d["age"], where="post", color="tab:purple", lw=1.0)
+        ax_age.set_ylabel("age [s]", fontsize=8)
+        ax.set_ylabel(d["channel"], fontsize=9)
+        counts[name] = {
+            "fresh": len(fresh.get_xdata()),
+            "dropped": len(dropped.get_xdata()),
+            "due": int(d["due"].sum()),
+        }
+        period, phase, p = d["period"][-1], d["phase"][-1], d["dropout"][-1]
+        rate = f"{_seconds(period)} ({1 / period:.3g} Hz)" if period > 0 else "every step"
+        ax.set_title(
+            f"{name}: update period {rate}, phase {_seconds(phase)}, dropout {p:.3g}"
+            + (f", delay {d['delay']}" if d["delay"] else "")
+            + f" (this episode) — {counts[name]['fresh']} samples taken, {counts[name]['dropped']} lost "
+            f"of {counts[name]['due']} due in {len(t)} steps",
+            fontsize=7.5,
+            loc="left",
+        )
+        ax.grid(alpha=0.3)
+        ax_age.grid(alpha=0.3)
+    if names:
+        axes[0, 0].legend(loc="upper right", fontsize=7, ncol=4)
+    axes[-1, 0].set_xlabel("time [s]")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return counts
+
+
+def sampling_path(out: str | Path) -> Path:
+    """Where ``sensorgym inspect`` writes the sampler figure: beside ``out``, ``<stem>_sampler.png``.
+
+    Example:
+        >>> sampling_path("sensorgym_outputs/inspect.png").as_posix()
+        'sensorgym_outputs/inspect_sampler.png'
+    """
+    out = Path(out)
+    return out.with_name(f"{out.stem}_sampler{out.suffix or '.png'}")
+
+
 def run_inspect(
     cfg: Config,
     steps: int = 200,
@@ -406,8 +575,9 @@ def run_inspect(
     model: Any = None,
     max_lag: int = 20,
 ) -> InspectResult:
-    """Record, estimate each channel and compare it with its configured values; plot to ``out``."""
-    times, names, gt, measured = record(cfg, steps, seed=seed, model=model)
+    """Record, estimate each channel and compare it with its configured values; plot to ``out`` (and, for
+    sensors with their own rate or dropout, their samples, losses and ages to :func:`sampling_path`)."""
+    times, names, gt, measured, sampled = _record(cfg, steps, seed=seed, model=model)
     dt = float(times[1] - times[0]) if len(times) > 1 else 0.0
     summary = []
     for c, name in enumerate(names):
@@ -418,7 +588,10 @@ def run_inspect(
         if sensor in cfg.sensors:
             entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c]))
         summary.append(entry)
-    result = InspectResult(times, names, gt, measured, summary)
+    result = InspectResult(times, names, gt, measured, summary, sampling=sampled)
     if out is not None:
         result.figure = plot_traces(result, out)
+        if sampled:
+            plot_sampling(result, sampling_path(out))
+            result.sampler_figure = sampling_path(out)
     return result

@@ -45,6 +45,7 @@ __all__ = [
     "eval_seed",
     "evaluate",
     "evaluate_saved",
+    "make_sensor_env",
     "make_training_env",
     "planned_timesteps",
     "rollout_steps",
@@ -254,6 +255,90 @@ def _progress_callback(total: int) -> Any:
     return Progress()
 
 
+def make_sensor_env(
+    env_id: str,
+    sensors: Mapping[str, SensorOptions],
+    *,
+    n_envs: int = 4,
+    seed: int | None = 0,
+    vectorization_mode: str = "sync",
+    autoreset_mode: str = "SameStep",
+    env_kwargs: dict | None = None,
+    latency: Any = None,
+    **sensor_kwargs: Any,
+) -> Any:
+    """``make_sensor_vec``, with the config's action latency (a :class:`~sensorgym.config.LatencyConfig`,
+    or ``None`` for none) between the agent and the env: ``SensorObservation(ActionLatency(envs))``.
+
+    With ``latency.critic_in_flight`` (and a delay > 0) the actions in flight, and with
+    ``latency.critic_latency`` the episode's ``[delay, jitter]``, are added as sensors
+    (:meth:`~sensorgym.wrappers.ActionLatency.critic_sensors`) whose ground truth only the critic reads:
+    they join ``critic`` (when it lists sensors) and never ``policy`` (default: the config's sensors).
+
+    Example:
+        >>> import sensorgym as sg
+        >>> from sensorgym.config import LatencyConfig
+        >>> env = make_sensor_env("Pendulum-v1", {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])},
+        ...                       n_envs=2, latency=LatencyConfig(delay=0.1, jitter=0.05))
+        >>> obs, _ = env.reset(seed=0)
+        >>> obs["policy"].shape, obs["critic"].shape   # critic: angle GT (2) + in flight (3) + env obs (3)
+        ((2, 2), (2, 8))
+    """
+    from .wrappers import make_sensor_vec
+
+    if latency is None:
+        return make_sensor_vec(
+            env_id,
+            n_envs,
+            sensors,
+            autoreset_mode=autoreset_mode,
+            seed=seed,
+            vectorization_mode=vectorization_mode,
+            env_kwargs=env_kwargs,
+            **sensor_kwargs,
+        )
+    import functools
+
+    import gymnasium as gym
+
+    from .wrappers import ActionLatency, SensorObservation, SimStateExtractor
+    from .wrappers.common import needs_extraction
+
+    wrappers = (
+        [functools.partial(SimStateExtractor, sensors=dict(sensors))] if needs_extraction(sensors) else []
+    )
+    envs = gym.make_vec(
+        env_id,
+        num_envs=n_envs,
+        vectorization_mode=vectorization_mode,
+        vector_kwargs={"autoreset_mode": autoreset_mode},
+        wrappers=wrappers or None,
+        **(env_kwargs or {}),
+    )
+    try:
+        initial = latency.initial_action
+        lat = ActionLatency(
+            envs,
+            latency.delay,
+            latency.jitter,
+            initial_action=np.asarray(initial) if isinstance(initial, list) else initial,
+            seed=seed,
+        )
+        extra = lat.critic_sensors(
+            in_flight=bool(latency.critic_in_flight) and lat.max_shift > 0,
+            latency=bool(latency.critic_latency),
+        )
+        kwargs = dict(sensor_kwargs)
+        if kwargs.get("policy") is None:
+            kwargs["policy"] = list(sensors)
+        if kwargs.get("critic") is not None:
+            kwargs["critic"] = [*kwargs["critic"], *extra]
+        return SensorObservation(lat, {**sensors, **extra}, seed=seed, **kwargs)
+    except BaseException:
+        envs.close()
+        raise
+
+
 def make_training_env(
     env_id: str,
     sensors: Mapping[str, SensorOptions],
@@ -262,20 +347,21 @@ def make_training_env(
     seed: int = 0,
     vectorization_mode: str = "sync",
     env_kwargs: dict | None = None,
+    latency: Any = None,
     **sensor_kwargs: Any,
 ) -> Any:
-    """A SAME_STEP vector env with sensors, as an SB3 ``VecEnv``."""
-    from .wrappers import make_sensor_vec
+    """A SAME_STEP vector env with sensors (and the action ``latency`` of :func:`make_sensor_env`), as an
+    SB3 ``VecEnv``."""
     from .wrappers.sb3 import SB3VecEnv
 
-    venv = make_sensor_vec(
+    venv = make_sensor_env(
         env_id,
-        n_envs,
         sensors,
-        autoreset_mode="SameStep",
+        n_envs=n_envs,
         seed=seed,
         vectorization_mode=vectorization_mode,
         env_kwargs=env_kwargs,
+        latency=latency,
         **sensor_kwargs,
     )
     env = SB3VecEnv(venv)
@@ -357,6 +443,10 @@ def train_ppo(
     on_model: Callable[[Any, Any], None] | None = None,
     env_kwargs: dict | None = None,
     vectorization_mode: str = "sync",
+    latency: Any = None,
+    eval_latency: Any = "same",
+    policy_age: list[str] | None = None,
+    critic_age: list[str] | None = None,
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int = 0,
     resume: bool = False,
@@ -394,6 +484,8 @@ def train_ppo(
         critic=critic_sensors,
         critic_env_obs=critic_env_obs,
         critic_randomization=critic_randomization,
+        policy_age=list(policy_age or []),
+        critic_age=list(critic_age or []),
     )
 
     def make_env(sensor_set: Mapping[str, SensorOptions], env_seed: int, training: bool) -> Any:
@@ -404,6 +496,7 @@ def train_ppo(
             seed=env_seed,
             env_kwargs=env_kwargs,
             vectorization_mode=vectorization_mode,
+            latency=latency if training or eval_latency == "same" else eval_latency,
             **sensor_kwargs,
         )
         return _normalized(env, kwargs["gamma"], training) if normalize else env
@@ -663,6 +756,9 @@ def _config_kwargs(cfg: Any) -> dict[str, Any]:
         normalize=cfg.algorithm.normalize,
         env_kwargs=cfg.env.kwargs,
         vectorization_mode=cfg.env.vectorization,
+        latency=cfg.latency,
+        policy_age=cfg.policy_age,
+        critic_age=cfg.critic_age,
     )
 
 
@@ -805,6 +901,9 @@ def evaluate_saved(
         critic=cfg.critic.sensors,
         critic_env_obs=cfg.critic.env_obs,
         critic_randomization=cfg.critic.randomization,
+        latency=cfg.latency,
+        policy_age=cfg.policy_age,
+        critic_age=cfg.critic_age,
     )
     model = PPO.load(run_dir / "model.zip", device="cpu")
     want, got = model.observation_space["policy"].shape, env.observation_space["policy"].shape
