@@ -726,6 +726,16 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
+#: level labels longer than this are numbered in the figure ("cell 2"), with the number in summary.md
+_LONG_LABEL = 28
+
+
+def _level_labels(levels: list[Any], cell_keys: list[str]) -> tuple[list[str], bool]:
+    """Each level's values as text, and whether they are too long for the figure's ticks."""
+    texts = [", ".join(_value_text(v) for v in lv.cell) if cell_keys else "base" for lv in levels]
+    return texts, any(len(t) > _LONG_LABEL for t in texts)
+
+
 def _readable(key: str) -> str:
     """``sensors.angle.noise`` -> ``angle noise``; other dotted keys lose their first part."""
     parts = key.split(".")
@@ -849,8 +859,9 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
         head += ["asymmetric - symmetric, paired [95% CI]", "p"]
     head += ["episode sd"]
     lines += ["## Scores per level", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for lv, d in zip(levels, diffs, strict=True):
-        cells = [", ".join(_value_text(v) for v in lv.cell) if cell_keys else "base"]
+    texts, numbered = _level_labels(levels, cell_keys)
+    for n, (lv, d) in enumerate(zip(levels, diffs, strict=True)):
+        cells = [f"cell {n + 1}: {texts[n]}" if numbered else texts[n]]
         for c in critics:
             xs = list(lv.scores.get(c, {}).values())
             cells.append(
@@ -935,8 +946,11 @@ def results_figure(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config
     if numeric:
         levels.sort(key=lambda lv: _as_number(lv.cell[0]))
     xs = np.arange(len(levels), dtype=float)
-    ticks = [", ".join(_value_text(v) for v in lv.cell) if cell_keys else "base" for lv in levels]
+    ticks, numbered = _level_labels(levels, cell_keys)
     xlabel = ", ".join(f"{_readable(k)} ({k})" for k in cell_keys) or "setting"
+    if numbered:  # long settings (several keys, distributions): numbered, spelled out in summary.md
+        ticks = [f"cell {n + 1}" for n in range(len(levels))]
+        xlabel = "sweep cell (summary.md lists each cell's settings)"
     critics = [c for c in ("symmetric", "asymmetric") if any(c in lv.scores for lv in levels)]
     critics += sorted({c for lv in levels for c in lv.scores} - set(critics))
     both = {"symmetric", "asymmetric"} <= set(critics)
@@ -998,13 +1012,12 @@ def results_figure(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config
     fig.suptitle(
         ("Does an asymmetric critic help? " if both else "Ablation: ") + f"{env_id}{steps}", fontsize=12
     )
-    fig.text(
-        0.5,
-        0.01,
+    note = (
         f"Points: mean over {seeds_text} seeds of each run's score (mean return of its evaluation episodes); "
-        "bars: 95% t-interval of that mean; faint dots: single seeds.",
-        ha="center",
-        fontsize=8,
+        "bars: 95% t-interval of that mean; faint dots: single seeds."
     )
-    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    if not both:  # one panel: the note on two lines, so that it fits the narrower figure
+        note = note.replace("); ", ");\n", 1)
+    fig.text(0.5, 0.01, note, ha="center", fontsize=8)
+    fig.tight_layout(rect=(0, 0.04 if both else 0.07, 1, 0.95))
     return fig

@@ -455,6 +455,10 @@ def train_ppo(
     """Train PPO with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` + ``"critic"``)
     critic and evaluate it, optionally under a different sensor configuration (``eval_sensors``).
 
+    ``latency`` (a :class:`~sensorgym.config.LatencyConfig`) puts action latency between the policy and
+    the env (:func:`make_sensor_env`); the final evaluation uses it too, or ``eval_latency`` when given
+    (``None``: none). ``policy_age``/``critic_age`` name sensors whose reading's age is appended.
+
     With ``checkpoint_dir``, a checkpoint (model, normalization statistics, sensor state with a snapshot
     of the envs, random states) is written every ``checkpoint_every`` steps and at the end; ``resume``
     continues from it exactly, mid-episode, in a fresh process.
@@ -912,7 +916,8 @@ def evaluate_saved(
         raise UserError(
             f"{config_name or 'the eval config'}: its policy sensors give observations of shape {got}, "
             f"the model in {run_dir} was trained on {want}. Fix: change only imperfection levels "
-            "(noise, delay, bias, ...), not the policy sensors, their index or history_length."
+            "(noise, delay, bias, update_period, dropout, [latency], ...), not the policy sensors, their "
+            "index or history_length, nor [policy] age."
         )
     if model.observation_space["critic"].shape != env.observation_space["critic"].shape:
         env = _BlankCritic(env, model.observation_space["critic"])  # the actor never reads it

@@ -288,3 +288,26 @@ def test_resume_with_latency_and_a_held_sampler_is_bit_identical(tmp_path):
     assert resumed["steps"][0] == full["steps"][after][0] and len(resumed["steps"]) == after.sum()
     for key in ("policy", "critic", "actions"):
         np.testing.assert_array_equal(resumed[key], full[key][after], err_msg=key)
+
+
+def test_ablate_numbers_long_levels_in_the_figure_and_the_summary():
+    from sensorgym.ablation import results_figure, summary_markdown
+
+    cfg = load_config(ROOT / "examples" / "configs" / "sampler_study.toml")
+    keys = sorted({k for cell in cfg.sweep.cells() for k in cell})
+    rows = []
+    for n, cell in enumerate(cfg.sweep.cells()):
+        for seed in (0, 1):
+            row = {k: str(cell.get(k, "")) for k in keys}
+            row.update(critic="asymmetric", seed=seed, eval_return_mean=900.0 + 10 * n + seed)
+            row.update(eval_returns="900 1000", eval_return_std=70.7, eval_episodes=2)
+            row.update(timesteps=60416, timesteps_budget=60000)
+            rows.append(row)
+    text = summary_markdown(rows, keys, cfg)
+    assert "| cell 1: 0.0, 0.0, 0.0, 0.0, 0.0, 0.0 |" in text
+    assert "cell 3: Choice([0.0, 0.02, 0.04]), Uniform(0.0, 0.02), Uniform(0.0, 0.2)" in text
+    assert "config" in text.split("cell 2:")[1].split("|")[0]  # a key the cell leaves to the config
+    fig = results_figure(rows, keys, cfg)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["cell 1", "cell 2", "cell 3"]
+    assert "summary.md" in ax.get_xlabel()
