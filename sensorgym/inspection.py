@@ -392,6 +392,15 @@ def compare_channel(
     else:
         rows["quantization"] = ("randomized", _g(est_q) if est_q else "none", "this episode's value")
 
+    period, dropout = getattr(options, "update_period", 0.0), getattr(options, "dropout", 0.0)
+    p_hi = period.bounds[1] if hasattr(period, "bounds") else float(period or 0.0)
+    d_hi = dropout.bounds[1] if hasattr(dropout, "bounds") else float(dropout or 0.0)
+    if p_hi > dt or d_hi > 0:
+        notes.append(
+            "the sampler holds each sample until the next one (update_period, dropout): the reading lags the "
+            "ground truth by up to a period, which the delay and noise estimates include; the sampler figure "
+            "shows the samples taken, those lost and the reading's age"
+        )
     if n and n < 100:
         notes.append(
             f"short trace ({n} samples): every estimate is rough (see the ± values); record more with "

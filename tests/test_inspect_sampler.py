@@ -131,3 +131,10 @@ def test_cli_writes_and_names_the_sampler_figure(tmp_path, capsys):
     (tmp_path / "p.toml").write_text(plain)
     assert main(["inspect", "--config", str(tmp_path / "p.toml"), "--out", "p.png", "--steps", "20"]) == 0
     assert "sampler figure" not in capsys.readouterr().out and not Path("p_sampler.png").exists()
+
+
+def test_the_summary_notes_the_hold_for_sampled_sensors_only(inspected):
+    _, result = inspected
+    notes = {row["channel"]: " ".join(row["notes"]) for row in result.summary}
+    assert "holds each sample" in notes["angle[0]"] and "holds each sample" in notes["vel"]
+    assert "holds each sample" not in notes["plain"]
