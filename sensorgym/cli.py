@@ -466,7 +466,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="control steps to record (default 200); short traces give rough estimates",
     )
     ins.add_argument("--seed", type=int, default=0, help="seed of the env, actions and sensors (default 0)")
-    ins.add_argument("--out", help="PNG path (default: sensorgym_outputs/inspect.png)")
+    ins.add_argument(
+        "--out",
+        help="PNG path (default: sensorgym_outputs/inspect.png); sensors with update_period or dropout also "
+        "get <name>_sampler.png beside it (samples taken, samples lost, the reading's age)",
+    )
     ins.add_argument(
         "--model",
         metavar="RUN_DIR",
