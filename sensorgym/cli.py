@@ -121,7 +121,7 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
     that does not fit the env (a key it lacks, an index out of range) is one line naming ``source`` here,
     not a traceback later (or a failed run in a worker process)."""
     from .config import ConfigError, apply_overrides
-    from .training import make_sensor_env
+    from .training import config_env_kwargs, make_sensor_env
 
     cells = [{}, *(cfg.sweep.cells() if sweep else [])]
     for cell in cells:
@@ -131,19 +131,7 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
         )
         try:
             env = make_sensor_env(
-                c.env.id,
-                c.sensors,
-                n_envs=1,
-                seed=None,
-                autoreset_mode="NextStep",
-                env_kwargs=c.env.kwargs,
-                latency=c.latency,
-                policy=c.policy,
-                critic=c.critic.sensors,
-                critic_env_obs=c.critic.env_obs,
-                critic_randomization=c.critic.randomization,
-                policy_age=c.policy_age,
-                critic_age=c.critic_age,
+                c.env.id, c.sensors, n_envs=1, seed=None, autoreset_mode="NextStep", **config_env_kwargs(c)
             )
             try:
                 env.reset(seed=0)

@@ -77,22 +77,10 @@ def _record(
     cfg: Config, steps: int, seed: int = 0, model: Any = None
 ) -> tuple[np.ndarray, list, np.ndarray, np.ndarray, dict[str, dict[str, Any]]]:
     from .sampler import needs_sampler
-    from .training import make_sensor_env
+    from .training import config_env_kwargs, make_sensor_env
 
     envs = make_sensor_env(
-        cfg.env.id,
-        cfg.sensors,
-        n_envs=1,
-        seed=seed,
-        autoreset_mode="NextStep",
-        env_kwargs=cfg.env.kwargs,
-        latency=cfg.latency,
-        policy=cfg.policy,
-        critic=cfg.critic.sensors,
-        critic_env_obs=cfg.critic.env_obs,
-        critic_randomization=cfg.critic.randomization,
-        policy_age=cfg.policy_age,
-        critic_age=cfg.critic_age,
+        cfg.env.id, cfg.sensors, n_envs=1, seed=seed, autoreset_mode="NextStep", **config_env_kwargs(cfg)
     )
     sensors = {name: s for name, s in envs.sensors.items() if name in cfg.sensors}  # not [latency]'s
     names = []

@@ -339,6 +339,29 @@ def make_sensor_env(
         raise
 
 
+def config_env_kwargs(cfg: Any) -> dict[str, Any]:
+    """The keyword arguments of :func:`make_sensor_env` a config sets, besides the env id, the sensors and
+    the number of envs: env kwargs, action latency and what the policy and the critic read.
+
+    Example:
+        >>> from sensorgym.config import parse_config
+        >>> cfg = parse_config({"env": {"id": "Pendulum-v1"},
+        ...                     "sensors": {"angle": {"type": "StateSensorOptions", "key": "obs"}}})
+        >>> sorted(config_env_kwargs(cfg))[:3]
+        ['critic', 'critic_age', 'critic_env_obs']
+    """
+    return dict(
+        env_kwargs=cfg.env.kwargs,
+        latency=cfg.latency,
+        policy=cfg.policy,
+        critic=cfg.critic.sensors,
+        critic_env_obs=cfg.critic.env_obs,
+        critic_randomization=cfg.critic.randomization,
+        policy_age=cfg.policy_age,
+        critic_age=cfg.critic_age,
+    )
+
+
 def make_training_env(
     env_id: str,
     sensors: Mapping[str, SensorOptions],
@@ -899,15 +922,8 @@ def evaluate_saved(
         cfg.sensors,
         n_envs=cfg.env.n_envs,
         seed=seed,
-        env_kwargs=cfg.env.kwargs,
         vectorization_mode=cfg.env.vectorization,
-        policy=cfg.policy,
-        critic=cfg.critic.sensors,
-        critic_env_obs=cfg.critic.env_obs,
-        critic_randomization=cfg.critic.randomization,
-        latency=cfg.latency,
-        policy_age=cfg.policy_age,
-        critic_age=cfg.critic_age,
+        **config_env_kwargs(cfg),
     )
     model = PPO.load(run_dir / "model.zip", device="cpu")
     want, got = model.observation_space["policy"].shape, env.observation_space["policy"].shape

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from ..options import SensorOptions
 from ..sensor import Sensor
@@ -18,7 +20,15 @@ from ..values import as_real
 from .spaces import template_entries
 from .state import EXTRACTOR_KEY, LAYOUT_KEY
 
-__all__ = ["ExtractionPlan", "check_sensors", "clean_info", "extract_state", "infer_dt", "template_state"]
+__all__ = [
+    "ExtractionPlan",
+    "autoreset_mode_of",
+    "check_sensors",
+    "clean_info",
+    "extract_state",
+    "infer_dt",
+    "template_state",
+]
 
 
 def check_sensors(
@@ -170,3 +180,17 @@ def clean_info(info: Mapping) -> dict:
     if isinstance(out.get("final_info"), Mapping):
         out["final_info"] = clean_info(out["final_info"])
     return out
+
+
+def autoreset_mode_of(env: Any) -> AutoresetMode:
+    """The vector env's declared ``metadata["autoreset_mode"]``; NEXT_STEP (Gymnasium's default), with a
+    warning, when it declares none."""
+    mode = env.metadata.get("autoreset_mode")
+    if mode is None:
+        warnings.warn(
+            f"{type(env.unwrapped).__name__} declares no metadata['autoreset_mode']; assuming "
+            "NEXT_STEP (the gymnasium default). Set it on the env if it resets differently.",
+            stacklevel=3,
+        )
+        mode = AutoresetMode.NEXT_STEP
+    return AutoresetMode(mode)

@@ -60,7 +60,7 @@ from ..randomization import Distribution
 from ..rng import BatchRandom, RandomSource
 from ..sensors.state import StateSensorOptions
 from ..values import as_int, as_real
-from .common import infer_dt
+from .common import autoreset_mode_of, infer_dt
 from .vector import _is_torch
 
 __all__ = ["APPLIED_KEY", "IN_FLIGHT_KEY", "LATENCY_KEY", "ActionLatency"]
@@ -215,15 +215,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                     f"rounded to {d} step(s) = {d * self.dt:g} s.",
                     stacklevel=2,
                 )
-        mode = env.metadata.get("autoreset_mode")
-        if mode is None:
-            warnings.warn(
-                f"{type(env.unwrapped).__name__} declares no metadata['autoreset_mode']; assuming "
-                "NEXT_STEP (the gymnasium default). Set it on the env if it resets differently.",
-                stacklevel=2,
-            )
-            mode = AutoresetMode.NEXT_STEP
-        self.autoreset_mode = AutoresetMode(mode)
+        self.autoreset_mode = autoreset_mode_of(env)
         #: the deepest shift any env can reach: the width of ``info["action_in_flight"]``
         self.max_shift = delay_steps(d_hi, self.dt) + jitter_extra_steps(min(j_hi, d_hi), self.dt)
         self.has_jitter = j_hi > 0

@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,7 +31,7 @@ from gymnasium.vector.utils import batch_space
 from ..manager import SensorManager
 from ..options import SensorOptions
 from ..sensors.state import StateSensorOptions
-from .common import check_sensors, clean_info, infer_dt, template_state
+from .common import autoreset_mode_of, check_sensors, clean_info, infer_dt, template_state
 from .faults import DEAD_PIPE, annotate_env_error, dead_workers, missing_info_rows
 from .layout import ObservationLayout
 from .spaces import with_rows
@@ -150,15 +149,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         VectorWrapper.__init__(self, env)
         sensors, policy, critic = check_sensors(sensors, policy, critic)
         self.dt = infer_dt(env, dt)
-        mode = env.metadata.get("autoreset_mode")
-        if mode is None:
-            warnings.warn(
-                f"{type(env.unwrapped).__name__} declares no metadata['autoreset_mode']; assuming "
-                "NEXT_STEP (the gymnasium default). Set it on the env if it resets differently.",
-                stacklevel=2,
-            )
-            mode = AutoresetMode.NEXT_STEP
-        self.autoreset_mode = AutoresetMode(mode)
+        self.autoreset_mode = autoreset_mode_of(env)
         if device is None:
             device = getattr(env.unwrapped, "device", None) or "cpu"
         inner_space = env.single_observation_space
