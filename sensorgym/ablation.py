@@ -163,7 +163,7 @@ def run_one(cfg_raw: dict, run: Run, progress: Any = None, threads: int | None =
     import torch
 
     from .config import parse_config
-    from .training import _config_kwargs, planned_timesteps, rollout_steps, train_ppo
+    from .training import config_train_kwargs, planned_timesteps, rollout_steps, train_ppo
 
     cfg = apply_overrides(parse_config(cfg_raw), run.cell)
     planned = planned_timesteps(cfg.algorithm.timesteps, rollout_steps(cfg.algorithm.kwargs, cfg.env.n_envs))
@@ -178,7 +178,7 @@ def run_one(cfg_raw: dict, run: Run, progress: Any = None, threads: int | None =
             seed=run.seed,
             eval_episodes=cfg.algorithm.eval_episodes,
             callback=callback,
-            **_config_kwargs(cfg),
+            **config_train_kwargs(cfg),
         )
     row: dict[str, Any] = {"run_id": run.run_id, "critic": run.critic, "seed": run.seed, **run.cell}
     row.update(

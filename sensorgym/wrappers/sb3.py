@@ -477,11 +477,11 @@ def from_plain(x: Any) -> Any:
 class SensorCheckpointCallback(BaseCallback):
     """Save a resumable checkpoint beside the model every ``save_freq`` timesteps and at the end.
 
-    A checkpoint (:func:`sensorgym.training.save_checkpoint`) holds the model, the ``VecNormalize``
-    statistics, the sensor wrapper's full state with a snapshot of the envs (mid-episode), and the
-    torch/numpy/Python random states. It is written at the start of a rollout (after the previous
-    update), the one point where resuming gives exactly the run that was interrupted:
-    :func:`sensorgym.training.load_checkpoint` onto a freshly built env, then
+    A checkpoint (:func:`~sensorgym.wrappers.sb3_checkpoint.save_checkpoint`) holds the model, the
+    ``VecNormalize`` statistics, the sensor wrapper's full state with a snapshot of the envs
+    (mid-episode), and the torch/numpy/Python random states. It is written at the start of a rollout
+    (after the previous update), the one point where resuming gives exactly the run that was interrupted:
+    :func:`sensorgym.wrappers.sb3_checkpoint.load_checkpoint` onto a freshly built env, then
     ``model.learn(remaining, reset_num_timesteps=False)``. ``sensors.pt`` and ``state.pt`` hold only
     tensors and plain data (loaded with ``weights_only=True``); ``model.zip``, ``vecnormalize.pkl``,
     ``replay_buffer.pkl`` and ``envs.pkl`` are pickle-based: only load checkpoints you trust.
@@ -513,7 +513,7 @@ class SensorCheckpointCallback(BaseCallback):
         self._next = (self.num_timesteps // self.save_freq + 1) * self.save_freq
 
     def _save(self) -> None:
-        from ..training import save_checkpoint
+        from .sb3_checkpoint import save_checkpoint
 
         save_checkpoint(self.save_path, self.model, self.training_env)
         if self.verbose:
