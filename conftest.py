@@ -3,11 +3,15 @@
 import importlib.util
 import os
 
+import pytest
+from _pytest.doctest import DoctestItem
+
 # headless rendering for the camera sensors; must be set before mujoco is first imported
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 _OPTIONAL = {
     "sensorgym/wrappers/sb3.py": "stable_baselines3",
+    "sensorgym/wrappers/sb3_checkpoint.py": "stable_baselines3",
     "sensorgym/training.py": "stable_baselines3",
     "sensorgym/wrappers/rsl_rl.py": "rsl_rl",
     "sensorgym/wrappers/skrl.py": "skrl",
@@ -15,3 +19,11 @@ _OPTIONAL = {
 }
 
 collect_ignore = [path for path, dep in _OPTIONAL.items() if importlib.util.find_spec(dep) is None]
+
+
+@pytest.fixture(autouse=True)
+def _doctests_write_into_a_temp_dir(request, tmp_path, monkeypatch):
+    """Doctests run in a temp working directory: what an example writes (skrl's ``./runs``, ...) must not
+    land in the checkout."""
+    if isinstance(request.node, DoctestItem):
+        monkeypatch.chdir(tmp_path)

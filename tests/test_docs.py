@@ -27,7 +27,8 @@ def python_blocks(path: Path) -> list[str]:
         "README.md",
     ],
 )
-def test_code_blocks_run(page):
+def test_code_blocks_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # what a snippet writes (e.g. skrl's ./runs) lands in a temp dir
     blocks = python_blocks(ROOT / page)
     assert blocks, f"{page} has no python code block"
     module = types.ModuleType(f"doc_{Path(page).stem}")  # dataclasses need a real module
