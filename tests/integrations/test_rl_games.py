@@ -25,6 +25,7 @@ from .common import (
     N,
     critic_view,
     first_linear,
+    rl_games_params,
     sensor_env,
 )
 
@@ -33,76 +34,7 @@ GAMMA = 0.9
 
 
 def _params(tmp_path: Path, env_name: str, num_actors: int = N) -> dict:
-    mlp = {"units": [16], "activation": "elu", "initializer": {"name": "default"}}
-    return {
-        "params": {
-            "seed": 7,
-            "algo": {"name": "a2c_continuous"},
-            "model": {"name": "continuous_a2c_logstd"},
-            "network": {
-                "name": "actor_critic",
-                "separate": False,
-                "space": {
-                    "continuous": {
-                        "mu_activation": "None",
-                        "sigma_activation": "None",
-                        "mu_init": {"name": "default"},
-                        "sigma_init": {"name": "const_initializer", "val": 0},
-                        "fixed_sigma": True,
-                    }
-                },
-                "mlp": mlp,
-            },
-            "config": {
-                "name": "pendulum",
-                "env_name": env_name,
-                "env_config": {},
-                "num_actors": num_actors,
-                "device": "cpu",
-                "device_name": "cpu",
-                "torch_compile": False,
-                "ppo": True,
-                "value_bootstrap": True,
-                "reward_shaper": {"scale_value": 1.0},
-                "normalize_advantage": True,
-                "normalize_input": False,
-                "normalize_value": False,
-                "gamma": GAMMA,
-                "tau": 0.95,
-                "learning_rate": 3e-4,
-                "lr_schedule": "identity",
-                "kl_threshold": 0.008,
-                "score_to_win": 1e9,
-                "max_epochs": 1,
-                "save_best_after": 1000,
-                "save_frequency": 0,
-                "grad_norm": 1.0,
-                "entropy_coef": 0.0,
-                "truncate_grads": True,
-                "e_clip": 0.2,
-                "horizon_length": STEPS,
-                "minibatch_size": 64,
-                "mini_epochs": 1,
-                "critic_coef": 1.0,
-                "clip_value": False,
-                "bounds_loss_coef": 0.0,
-                "print_stats": False,
-                "train_dir": str(tmp_path),
-                "full_experiment_name": "run",
-                "player": {"games_num": N, "deterministic": True, "print_stats": False},
-                "central_value_config": {
-                    "minibatch_size": 64,
-                    "mini_epochs": 1,
-                    "learning_rate": 3e-4,
-                    "clip_value": False,
-                    "normalize_input": False,
-                    "truncate_grads": False,
-                    "kl_threshold": 0.008,
-                    "network": {"name": "actor_critic", "central_value": True, "mlp": mlp},
-                },
-            },
-        }
-    }
+    return {"params": rl_games_params(tmp_path, env_name, num_actors, horizon=STEPS, gamma=GAMMA)}
 
 
 @pytest.mark.parametrize("critic_input", CRITIC_INPUTS)

@@ -11,6 +11,8 @@ import sensorgym as sg
 from sensorgym.envs import BatchedPendulumEnv
 from sensorgym.wrappers import SensorObservation, make_sensor_vec
 
+from ..integrations.common import rl_games_params
+
 SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.02, delay=0.05, history_length=2)}
 N = 8
 
@@ -150,73 +152,13 @@ def test_rl_games_central_value_one_epoch(tmp_path, critic_input, width):
     from sensorgym.wrappers.rl_games import RlGamesVecEnv
 
     env = RlGamesVecEnv(_torch_env(), **({} if critic_input is None else {"critic_input": critic_input}))
-    mlp = {"units": [32], "activation": "elu", "initializer": {"name": "default"}}
-    params = {
-        "seed": 0,
-        "algo": {"name": "a2c_continuous"},
-        "model": {"name": "continuous_a2c_logstd"},
-        "network": {
-            "name": "actor_critic",
-            "separate": False,
-            "space": {
-                "continuous": {
-                    "mu_activation": "None",
-                    "sigma_activation": "None",
-                    "mu_init": {"name": "default"},
-                    "sigma_init": {"name": "const_initializer", "val": 0},
-                    "fixed_sigma": True,
-                }
-            },
-            "mlp": mlp,
-        },
-        "config": {
-            "name": "sensorgym_test",
-            "env_name": "sensorgym",
-            "env_info": env.get_env_info(),
-            "vec_env": env,
-            "num_actors": N,
-            "device": "cpu",
-            "ppo": True,
-            "value_bootstrap": True,
-            "reward_shaper": tr_helpers.DefaultRewardsShaper(),
-            "normalize_advantage": True,
-            "normalize_input": False,
-            "normalize_value": False,
-            "gamma": 0.99,
-            "tau": 0.95,
-            "learning_rate": 3e-4,
-            "lr_schedule": "identity",
-            "kl_threshold": 0.008,
-            "score_to_win": 1e9,
-            "max_epochs": 1,
-            "save_best_after": 1000,
-            "save_frequency": 0,
-            "grad_norm": 1.0,
-            "entropy_coef": 0.0,
-            "truncate_grads": True,
-            "e_clip": 0.2,
-            "horizon_length": 16,
-            "minibatch_size": 64,
-            "mini_epochs": 1,
-            "critic_coef": 1.0,
-            "clip_value": False,
-            "bounds_loss_coef": 0.0,
-            "print_stats": False,
-            "train_dir": str(tmp_path),
-            "full_experiment_name": "run",
-            "features": {"observer": DefaultAlgoObserver()},
-            "central_value_config": {
-                "minibatch_size": 64,
-                "mini_epochs": 1,
-                "learning_rate": 3e-4,
-                "clip_value": False,
-                "normalize_input": False,
-                "truncate_grads": False,
-                "kl_threshold": 0.008,
-                "network": {"name": "actor_critic", "central_value": True, "mlp": mlp},
-            },
-        },
-    }
+    params = rl_games_params(tmp_path, "sensorgym", N, seed=0)
+    params["config"].update(  # A2CAgent built directly: the env and the shaper as objects
+        vec_env=env,
+        env_info=env.get_env_info(),
+        reward_shaper=tr_helpers.DefaultRewardsShaper(),
+        features={"observer": DefaultAlgoObserver()},
+    )
     agent = A2CAgent(base_name="run", params=params)
     cv = agent.central_value_net
     first = next(m for m in cv.model.modules() if isinstance(m, nn.Linear))
