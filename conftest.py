@@ -10,12 +10,12 @@ from _pytest.doctest import DoctestItem
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 _OPTIONAL = {
-    "sensorgym/wrappers/sb3.py": "stable_baselines3",
-    "sensorgym/wrappers/sb3_checkpoint.py": "stable_baselines3",
-    "sensorgym/training.py": "stable_baselines3",
-    "sensorgym/wrappers/rsl_rl.py": "rsl_rl",
-    "sensorgym/wrappers/skrl.py": "skrl",
-    "sensorgym/wrappers/rl_games.py": "rl_games",
+    "sensorgym/integrations/sb3.py": "stable_baselines3",
+    "sensorgym/integrations/sb3_checkpoint.py": "stable_baselines3",
+    "sensorgym/app/training.py": "stable_baselines3",
+    "sensorgym/integrations/rsl_rl.py": "rsl_rl",
+    "sensorgym/integrations/skrl.py": "skrl",
+    "sensorgym/integrations/rl_games.py": "rl_games",
 }
 
 collect_ignore = [path for path, dep in _OPTIONAL.items() if importlib.util.find_spec(dep) is None]

@@ -3,7 +3,7 @@
 1. Per sensor class: the measurement inside one sub-env (µs per env-step, the part that scales with B
    and runs in Async workers) and the manager's batched step for B in {1, 16, 64} (µs per step). The IMU
    and the contact switches are measured twice: computed in Python on ``Ant-v5``'s own model, and read
-   from MuJoCo's native sensors on the patched model (:mod:`sensorgym.sensors.native`).
+   from MuJoCo's native sensors on the patched model (:mod:`sensorgym.sensors.mujoco.native`).
 2. Per part: one Ant sub-env's extraction (``mj_forward``, each class's ``_extract_state``, packing), on
    both paths.
 3. The Ant reference set (IMU + 4 foot contacts + 8 encoders): a SyncVectorEnv step of ``Ant-v5`` bare,
@@ -35,7 +35,7 @@ import torch
 import sensorgym as sg
 import sensorgym.envs
 from sensorgym.envs.ant import ant_sensors, native_ant_xml
-from sensorgym.sensors.mujoco_base import sync_mjdata
+from sensorgym.sensors.mujoco.base import sync_mjdata
 from sensorgym.wrappers import make_sensor_vec
 from sensorgym.wrappers.common import ExtractionPlan, extract_state
 

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 import sensorgym as sg
-from sensorgym.training import train_ppo
+from sensorgym.app.training import train_ppo
 
 SENSORS = {
     "angle": sg.StateSensorOptions(key="obs", index=[0, 1], delay=0.05, noise=0.05, history_length=3),

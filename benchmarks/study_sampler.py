@@ -80,8 +80,8 @@ def _one(job: tuple[str, int, int, int, str]) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
-    from sensorgym.config import apply_overrides, load_config
-    from sensorgym.training import evaluate_saved, train_from_config
+    from sensorgym.app.config import apply_overrides, load_config
+    from sensorgym.app.training import evaluate_saved, train_from_config
 
     base = load_config(CONFIG)
     cells = _cells(base)
@@ -106,7 +106,7 @@ def _one(job: tuple[str, int, int, int, str]) -> dict[str, Any]:
 
 def _ci(xs: list[float]) -> tuple[float, float]:
     """Mean and the half-width of its 95% t-interval."""
-    from sensorgym.ablation import t_quantile
+    from sensorgym.app.ablation import t_quantile
 
     x = np.asarray(xs, float)
     if len(x) < 2:
@@ -116,7 +116,7 @@ def _ci(xs: list[float]) -> tuple[float, float]:
 
 def _welch(x: list[float], y: list[float]) -> tuple[float, float, float]:
     """Difference of means x - y, its 95% Welch interval half-width and two-sided p-value."""
-    from sensorgym.ablation import _t_cdf, t_quantile
+    from sensorgym.app.ablation import _t_cdf, t_quantile
 
     x, y = np.asarray(x, float), np.asarray(y, float)
     d = float(x.mean() - y.mean())
@@ -219,7 +219,7 @@ def main() -> None:
     args = p.parse_args()
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from sensorgym.config import load_config
+    from sensorgym.app.config import load_config
 
     timesteps = args.timesteps or load_config(CONFIG).algorithm.timesteps
     out = Path(args.out)

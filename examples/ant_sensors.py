@@ -16,7 +16,7 @@ import numpy as np
 from stable_baselines3 import PPO
 
 import sensorgym.envs  # noqa: F401 - registers sensorgym/AntSensors-v0
-from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 import sensorgym as sg
-from sensorgym.training import train_ppo
+from sensorgym.app.training import train_ppo
 
 SENSORS = {
     "angle": sg.StateSensorOptions(

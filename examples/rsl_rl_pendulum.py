@@ -14,8 +14,8 @@ from rsl_rl.runners import OnPolicyRunner
 
 import sensorgym as sg
 from sensorgym.envs import BatchedPendulumEnv
+from sensorgym.integrations.rsl_rl import OBS_GROUPS, RslRlVecEnv
 from sensorgym.wrappers import SensorObservation
-from sensorgym.wrappers.rsl_rl import OBS_GROUPS, RslRlVecEnv
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,8 +19,8 @@ from torch import nn
 
 import sensorgym as sg
 from sensorgym.envs import BatchedPendulumEnv
+from sensorgym.integrations.skrl import SkrlWrapper
 from sensorgym.wrappers import SensorObservation
-from sensorgym.wrappers.skrl import SkrlWrapper
 
 
 class Policy(GaussianMixin, Model):

@@ -14,12 +14,13 @@ Example:
     (torch.Size([4, 3]), [1.0, 1.0, 1.0])
 """
 
-from .manager import SensorManager
-from .memory import MemoryReport, memory_report
-from .metadata import SensorMetadata
-from .options import SensorOptions, SimpleSensorOptions
-from .randomization import Choice, Distribution, LogUniform, Normal, Uniform
-from .sensor import Sensor, SimpleSensor
+from . import _moved  # noqa: F401 - old module paths (sensorgym.manager, ...) forward to where they live now
+from .core.manager import SensorManager
+from .core.memory import MemoryReport, memory_report
+from .core.metadata import SensorMetadata
+from .core.options import SensorOptions, SimpleSensorOptions
+from .core.randomization import Choice, Distribution, LogUniform, Normal, Uniform
+from .core.sensor import Sensor, SimpleSensor
 from .sensors import *  # noqa: F403 - the catalog
 from .sensors import __all__ as _catalog
 

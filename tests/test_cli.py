@@ -14,9 +14,9 @@ import pytest
 pytest.importorskip("stable_baselines3")
 import matplotlib.image
 
-from sensorgym.cli import main
-from sensorgym.config import ConfigError, load_config, parse_config
-from sensorgym.inspection import run_inspect
+from sensorgym.app.cli import main
+from sensorgym.app.config import ConfigError, load_config, parse_config
+from sensorgym.app.inspection import run_inspect
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_PPO = "kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }"
@@ -292,7 +292,7 @@ def test_bad_config_file_is_reported_by_the_cli(tmp_path, capsys):
 
 @pytest.mark.parametrize("name", ["ablate", "train", "inspect"])
 def test_embedded_defaults_are_the_shipped_example_configs(name):
-    embedded = (resources.files("sensorgym.configs") / f"{name}.toml").read_text()
+    embedded = (resources.files("sensorgym.app.configs") / f"{name}.toml").read_text()
     assert embedded == (ROOT / "examples" / "configs" / f"{name}.toml").read_text()
     cfg = load_config(ROOT / "examples" / "configs" / f"{name}.toml")
     assert cfg.sensors

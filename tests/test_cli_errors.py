@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sensorgym.cli import build_parser, install_fix, main
+from sensorgym.app.cli import build_parser, install_fix, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -183,7 +183,7 @@ def test_train_without_tqdm_runs_with_no_progress(monkeypatch, tmp_path, capsys)
 
 
 def test_a_module_missing_deep_inside_a_command_is_one_line(monkeypatch, capsys):
-    from sensorgym import cli
+    from sensorgym.app import cli
 
     def broken(args: argparse.Namespace) -> int:
         raise ModuleNotFoundError("No module named 'mujoco'", name="mujoco")
@@ -196,7 +196,7 @@ def test_a_module_missing_deep_inside_a_command_is_one_line(monkeypatch, capsys)
 
 
 def test_an_internal_bug_still_shows_its_traceback(monkeypatch):
-    from sensorgym import cli
+    from sensorgym.app import cli
 
     def broken(args: argparse.Namespace) -> int:
         raise ZeroDivisionError("a bug")

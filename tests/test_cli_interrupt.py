@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from sensorgym.cli import main
+from sensorgym.app.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the first Ctrl-C must end the command within this many seconds (measured: 0.3-3 s on 2 busy cores)

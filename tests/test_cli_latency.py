@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from sensorgym.cli import main
-from sensorgym.config import ConfigError, LatencyConfig, apply_overrides, load_config, parse_config
-from sensorgym.training import evaluate_saved, make_sensor_env, make_training_env
+from sensorgym.app.cli import main
+from sensorgym.app.config import ConfigError, LatencyConfig, apply_overrides, load_config, parse_config
+from sensorgym.app.training import evaluate_saved, make_sensor_env, make_training_env
 from sensorgym.wrappers import ActionLatency
 
 from .test_train_resume import _run
@@ -291,7 +291,7 @@ def test_resume_with_latency_and_a_held_sampler_is_bit_identical(tmp_path):
 
 
 def test_ablate_numbers_long_levels_in_the_figure_and_the_summary():
-    from sensorgym.ablation import results_figure, summary_markdown
+    from sensorgym.app.ablation import results_figure, summary_markdown
 
     cfg = load_config(ROOT / "examples" / "configs" / "sampler_study.toml")
     keys = sorted({k for cell in cfg.sweep.cells() for k in cell})

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sensorgym.ablation import paired_difference, results_figure, summary_markdown, t_quantile
-from sensorgym.cli import main
-from sensorgym.config import load_config, parse_config
-from sensorgym.demo import demo_traces, run_demo
+from sensorgym.app.ablation import paired_difference, results_figure, summary_markdown, t_quantile
+from sensorgym.app.cli import main
+from sensorgym.app.config import load_config, parse_config
+from sensorgym.app.demo import demo_traces, run_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "examples" / "configs"
@@ -209,7 +209,7 @@ def test_train_reports_one_final_score_that_eval_reproduces(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"score {score} = mean return of 3 episodes" in out and "evaluation seed 10004" in out
     assert f"(the final score `sensorgym train` reported: {score}, same episodes and seed)" in out
-    from sensorgym.training import evaluate_saved
+    from sensorgym.app.training import evaluate_saved
 
     assert evaluate_saved(tmp_path / "run")["eval_returns"] == result["eval_returns"]
     assert not (tmp_path / "runs").exists()  # nothing outside --out
@@ -320,7 +320,7 @@ def test_demo_prints_signed_differences():
 
 def test_a_runs_progress_counts_to_the_steps_it_trains():
     pytest.importorskip("stable_baselines3")
-    from sensorgym.ablation import plan_runs, run_one
+    from sensorgym.app.ablation import plan_runs, run_one
 
     cfg = parse_config(
         {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sensorgym.config import ConfigError, load_config
+from sensorgym.app.config import ConfigError, load_config
 
 pytest.importorskip("yaml")
 
@@ -28,7 +28,7 @@ def test_bad_yaml_is_a_one_line_config_error(tmp_path, kind):
 
 @pytest.mark.parametrize("kind", sorted(BAD))
 def test_cli_reports_bad_yaml_without_a_traceback(tmp_path, capsys, kind):
-    from sensorgym.cli import main
+    from sensorgym.app.cli import main
 
     path = tmp_path / f"{kind}.yaml"
     path.write_text(BAD[kind])

@@ -10,9 +10,9 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from sensorgym.cli import main
-from sensorgym.config import load_config
-from sensorgym.inspection import plot_sampling, run_inspect, sampling_path
+from sensorgym.app.cli import main
+from sensorgym.app.config import load_config
+from sensorgym.app.inspection import plot_sampling, run_inspect, sampling_path
 
 from .test_sampler_rate import due_steps
 

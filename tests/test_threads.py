@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import sensorgym as sg
-import sensorgym.manager as manager_module
+import sensorgym.core.manager as manager_module
 from sensorgym.sensors.state import StateSensor
 
 

@@ -37,8 +37,8 @@ kwargs = { n_steps = 64, batch_size = 64, n_epochs = 2 }
 SCRIPT = """
 import sys, numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
-from sensorgym.config import load_config
-from sensorgym.training import train_from_config
+from sensorgym.app.config import load_config
+from sensorgym.app.training import train_from_config
 
 class Record(BaseCallback):
     def __init__(self):

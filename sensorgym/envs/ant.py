@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from ..randomization import Normal, Uniform
+from ..core.randomization import Normal, Uniform
 from ..sensors import ContactOptions, IMUOptions, JointEncoderOptions
 
 __all__ = ["ANT_FEET", "ANT_JOINTS", "ant_sensors", "native_ant_xml"]
@@ -62,6 +62,6 @@ def native_ant_xml(sensors: dict | None = None) -> str:
     """
     from gymnasium.envs.mujoco.mujoco_env import expand_model_path
 
-    from ..sensors.native import native_model_xml
+    from ..sensors.mujoco.native import native_model_xml
 
     return native_model_xml(expand_model_path("ant.xml"), ant_sensors() if sensors is None else sensors)

@@ -9,7 +9,7 @@
 
 When ``base_id`` is a MuJoCo env that takes ``xml_file=`` (Gymnasium's MuJoCo envs) and the caller passes
 none, the base env is built from a copy of its model with MuJoCo's native sensors added for the catalog
-sensors that have them (:func:`~sensorgym.sensors.native.native_model_xml`): the IMU and the contact
+sensors that have them (:func:`~sensorgym.sensors.mujoco.native.native_model_xml`): the IMU and the contact
 switches then read ``data.sensordata`` instead of computing in Python. The physics and the readings are
 the same (within float32 rounding); ``native=False`` at registration turns it off.
 
@@ -45,7 +45,7 @@ def native_env_kwargs(base_id: str, sensors: Mapping[str, Any], kwargs: Mapping[
         >>> gym.make("Ant-v5", **kw).unwrapped.model.nsensor  # IMU (3) + 4 feet x (all, torso)
         11
     """
-    from ..sensors.native import native_model_xml, supports_native
+    from ..sensors.mujoco.native import native_model_xml, supports_native
 
     out = dict(kwargs)
     if "xml_file" in out or not any(supports_native(o) for o in sensors.values()):

@@ -32,8 +32,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ..sensors.camera import CameraOptions, DepthCameraOptions
-from ..sensors.raycaster import RaycasterOptions, SphericalPattern
+from ..sensors.mujoco.camera import CameraOptions, DepthCameraOptions
+from ..sensors.mujoco.raycaster import RaycasterOptions, SphericalPattern
 
 __all__ = ["ScanEnv", "register", "scan_sensors"]
 

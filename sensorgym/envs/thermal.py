@@ -9,7 +9,8 @@ velocity ``[q, q̇]`` (float32); ``info["contact_force"]`` is the force ``F`` (N
 steps of ``dt = 0.05`` s when made through Gymnasium (``sensorgym/Thermal-v0``).
 
 The heating itself is the sensor's business: :func:`thermal_sensors` puts a
-:class:`~sensorgym.sensors.temperature.TemperatureGridSensor` on the plate (heater at 80 °C, conductance
+:class:`~sensorgym.sensors.mujoco.temperature.TemperatureGridSensor`
+on the plate (heater at 80 °C, conductance
 proportional to the press) and a height encoder on the slide. ``register()`` registers
 ``sensorgym/Thermal-v0`` (the bare env) and ``sensorgym/ThermalSensors-v0`` (observed through the
 sensors: ``gym.make`` for one env, ``gym.make_vec`` for a batch).
@@ -33,9 +34,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ..sensors.joint import JointEncoderOptions
-from ..sensors.mujoco_base import MujocoSensorOptions
-from ..sensors.temperature import TemperatureGridOptions
+from ..sensors.mujoco.base import MujocoSensorOptions
+from ..sensors.mujoco.joint import JointEncoderOptions
+from ..sensors.mujoco.temperature import TemperatureGridOptions
 from .registry import register_sensor_env
 
 __all__ = ["THERMAL_XML", "ThermalEnv", "register", "thermal_sensors"]

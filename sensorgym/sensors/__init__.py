@@ -1,7 +1,7 @@
 """The sensor catalog.
 
 Generic: :class:`StateSensor` (any state entry), :class:`EnvAttributeSensor` (an attribute of the env).
-MuJoCo (measured inside each sub-env, see :mod:`sensorgym.sensors.mujoco_base`): :class:`IMUSensor`,
+MuJoCo (measured inside each sub-env, see :mod:`sensorgym.sensors.mujoco.base`): :class:`IMUSensor`,
 :class:`ContactSensor`, :class:`ContactForceSensor`, :class:`JointEncoderSensor`,
 :class:`JointTorqueSensor`, :class:`ProximitySensor`, :class:`KinematicContactProbe`,
 :class:`ElastomerDisplacementSensor`, :class:`RaycasterSensor`, :class:`TemperatureGridSensor`,
@@ -10,11 +10,11 @@ The MuJoCo sensors are importable without ``mujoco`` installed; they need it onl
 """
 
 from .attribute import EnvAttributeOptions, EnvAttributeSensor
-from .camera import CameraOptions, DepthCameraOptions, DepthCameraSensor, RGBCameraSensor
-from .contact import ContactForceOptions, ContactForceSensor, ContactOptions, ContactSensor
-from .imu import IMUOptions, IMUReading, IMUSensor
-from .joint import JointEncoderOptions, JointEncoderSensor, JointTorqueOptions, JointTorqueSensor
-from .raycaster import (
+from .mujoco.camera import CameraOptions, DepthCameraOptions, DepthCameraSensor, RGBCameraSensor
+from .mujoco.contact import ContactForceOptions, ContactForceSensor, ContactOptions, ContactSensor
+from .mujoco.imu import IMUOptions, IMUReading, IMUSensor
+from .mujoco.joint import JointEncoderOptions, JointEncoderSensor, JointTorqueOptions, JointTorqueSensor
+from .mujoco.raycaster import (
     GridPattern,
     LidarOptions,
     RaycasterOptions,
@@ -22,8 +22,7 @@ from .raycaster import (
     RaycasterSensor,
     SphericalPattern,
 )
-from .state import StateSensor, StateSensorOptions
-from .tactile import (
+from .mujoco.tactile import (
     ElastomerDisplacementOptions,
     ElastomerDisplacementSensor,
     KinematicContactProbe,
@@ -32,7 +31,8 @@ from .tactile import (
     ProximityOptions,
     ProximitySensor,
 )
-from .temperature import TemperatureGridOptions, TemperatureGridSensor
+from .mujoco.temperature import TemperatureGridOptions, TemperatureGridSensor
+from .state import StateSensor, StateSensorOptions
 
 __all__ = [
     "CameraOptions",

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..options import SimpleSensorOptions
-from ..sensor import SimpleSensor
-from ..values import as_int
+from ..core.options import SimpleSensorOptions
+from ..core.sensor import SimpleSensor
+from ..core.values import as_int
 
 __all__ = ["StateSensor", "StateSensorOptions"]
 

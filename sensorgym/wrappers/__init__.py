@@ -4,8 +4,8 @@
 * :class:`SingleEnvSensorObservation`: the same for one ``gym.Env`` (passes the env checkers).
 * :class:`ActionLatency`: delayed (and jittered) actions for any ``VectorEnv``; the actuator half.
 * :class:`SimStateExtractor` and :func:`make_sensor_vec`: simulator state computed inside sub-envs.
-* ``sensorgym.wrappers.sb3``: a Stable-Baselines3 ``VecEnv`` adapter and ``AsymmetricActorCriticPolicy``.
-* ``sensorgym.wrappers.rsl_rl``, ``.skrl``, ``.rl_games``: critic-input adapters.
+* ``sensorgym.integrations.sb3``: a Stable-Baselines3 ``VecEnv`` adapter and ``AsymmetricActorCriticPolicy``.
+* ``sensorgym.integrations.rsl_rl``, ``.skrl``, ``.rl_games``: critic-input adapters.
 """
 
 from .extract import SimStateExtractor

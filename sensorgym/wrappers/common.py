@@ -13,12 +13,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from ..options import SensorOptions
-from ..sensor import Sensor
+from ..core.options import SensorOptions
+from ..core.sensor import Sensor
+from ..core.values import as_real
 from ..sensors.state import StateSensorOptions
-from ..values import as_real
 from .spaces import template_entries
-from .state import EXTRACTOR_KEY, LAYOUT_KEY
+from .state_mapping import EXTRACTOR_KEY, LAYOUT_KEY
 
 __all__ = [
     "ExtractionPlan",
@@ -129,7 +129,7 @@ class ExtractionPlan:
     every step in every sub-env)."""
 
     def __init__(self, sensors: Mapping[str, SensorOptions]) -> None:
-        from ..sensor import _overrides
+        from ..core.sensor import _overrides
 
         by_class: dict[type, list[SensorOptions]] = {}
         for opts in sensors.values():
@@ -168,7 +168,7 @@ def extract_state(env: gym.Env, sensors: Mapping[str, SensorOptions]) -> dict[st
 
 
 def needs_extraction(sensors: Mapping[str, SensorOptions]) -> bool:
-    from ..sensor import _overrides
+    from ..core.sensor import _overrides
 
     return any(_overrides(Sensor.registered_class(type(o)), "_extract_state") for o in sensors.values())
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from ..options import SensorOptions
+from ..core.options import SensorOptions
 from .common import ExtractionPlan
-from .state import EXTRACTOR_KEY, LAYOUT_KEY
+from .state_mapping import EXTRACTOR_KEY, LAYOUT_KEY
 
 __all__ = ["SimStateExtractor"]
 

@@ -68,7 +68,7 @@ def annotate_env_error(exc: BaseException, env: Any, call: str) -> BaseException
             return RuntimeError(
                 f"sensorgym: {type(inner).__name__} {which} died during {call}(). The sensors did not "
                 "advance (their state is unchanged). Fix: build a new vector env and reset it, or restore a "
-                "checkpoint (sensorgym.checkpoint); check the worker's memory use and logs."
+                "checkpoint (sensorgym.wrappers.checkpoint); check the worker's memory use and logs."
             )
     if isinstance(exc, Exception) and not isinstance(exc, DEAD_PIPE):
         where = ""

@@ -54,12 +54,12 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from ..metadata import _EPS, delay_steps, jitter_extra_steps
-from ..options import bounds_of, option_error
-from ..randomization import Distribution
-from ..rng import BatchRandom, RandomSource
+from ..core.metadata import _EPS, delay_steps, jitter_extra_steps
+from ..core.options import bounds_of, option_error
+from ..core.randomization import Distribution
+from ..core.rng import BatchRandom, RandomSource
+from ..core.values import as_int, as_real
 from ..sensors.state import StateSensorOptions
-from ..values import as_int, as_real
 from .common import autoreset_mode_of, infer_dt
 from .vector import _is_torch
 

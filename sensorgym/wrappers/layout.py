@@ -30,9 +30,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from ..manager import SensorManager
-from ..options import SimpleSensorOptions, bounds_of
-from ..sensor import Sensor
+from ..core.manager import SensorManager
+from ..core.options import SimpleSensorOptions, bounds_of
+from ..core.sensor import Sensor
 from ..sensors.state import StateSensorOptions
 from .spaces import Flattener, entry_bounds, flat_bounds, space_at
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from ..options import SensorOptions
+from ..core.options import SensorOptions
 from .common import needs_extraction
 from .extract import SimStateExtractor
 from .vector import SensorObservation

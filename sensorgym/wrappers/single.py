@@ -22,11 +22,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from ..manager import SensorManager
-from ..options import SensorOptions
+from ..core.manager import SensorManager
+from ..core.options import SensorOptions
 from .common import ExtractionPlan, check_sensors, clean_info, infer_dt, needs_extraction, template_state
 from .layout import ObservationLayout
-from .state import EXTRACTOR_KEY, build_state
+from .state_mapping import EXTRACTOR_KEY, build_state
 
 __all__ = ["SingleEnvSensorObservation"]
 

@@ -28,14 +28,14 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from ..manager import SensorManager
-from ..options import SensorOptions
+from ..core.manager import SensorManager
+from ..core.options import SensorOptions
 from ..sensors.state import StateSensorOptions
 from .common import autoreset_mode_of, check_sensors, clean_info, infer_dt, template_state
 from .faults import DEAD_PIPE, annotate_env_error, dead_workers, missing_info_rows
 from .layout import ObservationLayout
 from .spaces import with_rows
-from .state import LAYOUT_KEY, build_state, merge_rows
+from .state_mapping import LAYOUT_KEY, build_state, merge_rows
 
 __all__ = ["SensorObservation"]
 
@@ -97,7 +97,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         critic_env_obs: append the env's own observation to ``"critic"``.
         critic_randomization: append the per-env randomized sensor parameters to ``"critic"``.
         per_env_rng: one random stream per env (env ``b`` seeded ``seed + b``): results then do not depend
-            on the batch, at the cost of a loop over envs (see :mod:`sensorgym.rng`).
+            on the batch, at the cost of a loop over envs (see :mod:`sensorgym.core.rng`).
         policy_age: names of sensors whose reading's age (seconds since the sample behind it was taken,
             :meth:`~sensorgym.Sensor.read_age`; a driver's time stamp) is appended to ``"policy"``, one
             column each, in this order.
@@ -316,7 +316,8 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
     def state_dict(self, include_envs: bool = False) -> dict[str, Any]:
         """Everything the wrapper needs to continue exactly: the manager (rings, randomization, RNG), the
         autoreset bookkeeping, the last observation; with ``include_envs`` also a snapshot of the
-        wrapped vector env (Sync or natively batched; see :mod:`sensorgym.checkpoint`), so a run can stop
+        wrapped vector env (Sync or natively batched; see :mod:`sensorgym.wrappers.checkpoint`), so a run can
+        stop
         mid-episode and resume bit-identically in a fresh process."""
         state = {
             "manager": self.manager.state_dict(),
@@ -325,7 +326,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
             "last_obs": copy.deepcopy(self._last_obs),
         }
         if include_envs:
-            from ..checkpoint import snapshot_vector_env
+            from .checkpoint import snapshot_vector_env
 
             state["envs"] = snapshot_vector_env(self.env)
         return state
@@ -333,7 +334,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict` (into a wrapper built with the same env id and sensors)."""
         if "envs" in state:
-            from ..checkpoint import restore_vector_env
+            from .checkpoint import restore_vector_env
 
             restored = restore_vector_env(state["envs"])
             if restored.num_envs != self.num_envs:

@@ -48,7 +48,7 @@ def test_sb3_path():
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
 
-    from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+    from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 
     envs = gym.make_vec("sensorgym/AntSensors-v0", num_envs=2, autoreset_mode="SameStep", seed=0)
     model = PPO(AsymmetricActorCriticPolicy, SB3VecEnv(envs), n_steps=16, batch_size=32, n_epochs=1, seed=0)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sensorgym.envs.scan import ScanEnv, register, scan_sensors
-from sensorgym.sensors.camera import DepthCameraSensor
+from sensorgym.sensors.mujoco.camera import DepthCameraSensor
 from sensorgym.wrappers import SingleEnvSensorObservation, make_sensor_vec
 
 EAST_WALL = 3.0  # inner face of the east wall
@@ -147,7 +147,7 @@ def test_registered_sensor_env_single_and_vector():
 
 def test_a_few_ppo_steps_through_sb3():
     sb3 = pytest.importorskip("stable_baselines3")
-    from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+    from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 
     envs = make_sensor_vec(
         "sensorgym/Scan-v0",

@@ -10,8 +10,8 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 from sensorgym.envs.thermal import MAX_EPISODE_STEPS, ThermalEnv, register, thermal_sensors  # noqa: E402
-from sensorgym.sensors.mujoco_base import state_key  # noqa: E402
-from sensorgym.sensors.temperature import TemperatureGridSensor  # noqa: E402
+from sensorgym.sensors.mujoco.base import state_key  # noqa: E402
+from sensorgym.sensors.mujoco.temperature import TemperatureGridSensor  # noqa: E402
 from sensorgym.wrappers import make_sensor_vec  # noqa: E402
 
 register()
@@ -126,7 +126,7 @@ def test_a_few_ppo_steps_with_the_asymmetric_policy():
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
 
-    from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+    from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 
     envs = make_sensor_vec(
         "sensorgym/Thermal-v0",

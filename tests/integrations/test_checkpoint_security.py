@@ -16,9 +16,9 @@ pytest.importorskip("stable_baselines3")
 from stable_baselines3 import PPO
 
 import sensorgym as sg
-from sensorgym.training import load_checkpoint, save_checkpoint
+from sensorgym.app.training import load_checkpoint, save_checkpoint
+from sensorgym.integrations.sb3 import SB3VecEnv
 from sensorgym.wrappers import make_sensor_vec
-from sensorgym.wrappers.sb3 import SB3VecEnv
 
 SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.05, delay=0.05)}
 

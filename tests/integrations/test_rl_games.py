@@ -1,4 +1,4 @@
-"""rl_games' own entry point, ``Runner``, on a sensor env registered with ``sensorgym.wrappers.rl_games.
+"""rl_games' own entry point, ``Runner``, on a sensor env registered with ``sensorgym.integrations.rl_games.
 register``: train (central value network on the configured critic input), then play the saved checkpoint
 with rl_games' default player, which builds its env through ``env_creator``. Forward hooks check that
 the actor (in training and in play) reads only ``"policy"``, the central value network only the
@@ -14,7 +14,7 @@ import torch
 pytest.importorskip("rl_games")
 from rl_games.torch_runner import Runner
 
-from sensorgym.wrappers.rl_games import TERMINAL_OBS_KEY, RlGamesVecEnv, SensorA2CAgent, register
+from sensorgym.integrations.rl_games import TERMINAL_OBS_KEY, RlGamesVecEnv, SensorA2CAgent, register
 
 from .common import (
     CRITIC_DIM,

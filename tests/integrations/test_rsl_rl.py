@@ -10,7 +10,7 @@ import torch
 pytest.importorskip("rsl_rl")
 from rsl_rl.runners import OnPolicyRunner
 
-from sensorgym.wrappers.rsl_rl import TERMINAL_OBS_KEY, RslRlVecEnv
+from sensorgym.integrations.rsl_rl import TERMINAL_OBS_KEY, RslRlVecEnv
 
 from .common import (
     CRITIC_DIM,
@@ -33,7 +33,7 @@ def _cfg(env: RslRlVecEnv) -> dict:
         "save_interval": 1000,
         "obs_groups": env.obs_groups,
         "algorithm": {
-            "class_name": "sensorgym.wrappers.rsl_rl:TerminalValuePPO",
+            "class_name": "sensorgym.integrations.rsl_rl:TerminalValuePPO",
             "num_learning_epochs": 1,
             "num_mini_batches": 2,
             "gamma": GAMMA,

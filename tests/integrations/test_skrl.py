@@ -16,7 +16,7 @@ from skrl.memories.torch import RandomMemory
 from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
 from skrl.trainers.torch import SequentialTrainer
 
-from sensorgym.wrappers.skrl import TERMINAL_STATES_KEY, SensorPPO, SkrlWrapper, wrap_env
+from sensorgym.integrations.skrl import TERMINAL_STATES_KEY, SensorPPO, SkrlWrapper, wrap_env
 
 from .common import CRITIC_DIM, CRITIC_INPUTS, POLICY_DIM, InputRecorder, N, critic_view, sensor_env
 
@@ -144,6 +144,6 @@ def test_skrl_wrap_env_misuse_is_refused():
     with pytest.raises(ValueError, match="leak to the actor"):
         _agent(leaky, {})
     for name in ("gymnasium", "isaaclab"):
-        with pytest.raises(ValueError, match=r"Fix: use sensorgym\.wrappers\.skrl\.wrap_env"):
+        with pytest.raises(ValueError, match=r"Fix: use sensorgym\.integrations\.skrl\.wrap_env"):
             wrap_env(venv, wrapper=name)
     assert isinstance(wrap_env(venv), SkrlWrapper)

@@ -28,14 +28,14 @@ from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecMonitor
 
 import sensorgym as sg
-from sensorgym.training import load_checkpoint, save_checkpoint
-from sensorgym.wrappers import make_sensor_vec
-from sensorgym.wrappers.sb3 import (
+from sensorgym.app.training import load_checkpoint, save_checkpoint
+from sensorgym.integrations.sb3 import (
     AsymmetricActorCriticPolicy,
     AsymmetricSACPolicy,
     AsymmetricTD3Policy,
     SB3VecEnv,
 )
+from sensorgym.wrappers import make_sensor_vec
 
 from .common import CRITIC_DIM, CRITIC_INPUTS, POLICY_DIM, SENSORS, InputRecorder, N, critic_view, sensor_env
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 import sensorgym as sg
-from sensorgym.sensors import camera
-from sensorgym.sensors.camera import (
+from sensorgym.sensors.mujoco import camera
+from sensorgym.sensors.mujoco.camera import (
     CameraOptions,
     DepthCameraOptions,
     DepthCameraSensor,

@@ -201,7 +201,7 @@ def test_encoder_reads_joints_in_the_given_order_consecutive_or_not():
 
 
 def test_imu_measures_in_the_body_frame_not_the_inertial_frame():
-    from sensorgym.sensors.imu import _OBJ_XBODY
+    from sensorgym.sensors.mujoco.imu import _OBJ_XBODY
 
     assert int(mujoco.mjtObj.mjOBJ_XBODY) == _OBJ_XBODY  # frame origin and axes, not the centre of mass
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import sensorgym as sg
-from sensorgym.sensors.raycaster import GridPattern
+from sensorgym.sensors.mujoco.raycaster import GridPattern
 from sensorgym.wrappers.common import extract_state
 
 from .mjscene import MjSceneEnv

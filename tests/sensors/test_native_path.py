@@ -1,4 +1,5 @@
-"""The native path of the catalog (``data.sensordata`` of sensors added by ``sensorgym.sensors.native``)
+"""The native path of the catalog
+(``data.sensordata`` of sensors added by ``sensorgym.sensors.mujoco.native``)
 equals the Python path it replaces, and the Python path still runs where native sensors are absent.
 
 IMU: on the two links of the oracle arm (centre of mass off the body origin, rotated inertia axes), with
@@ -21,10 +22,10 @@ import pytest
 import sensorgym as sg
 import sensorgym.envs
 from sensorgym.envs.ant import ant_sensors
-from sensorgym.sensors import mujoco_base
-from sensorgym.sensors.contact import ContactSensor, _native_count
-from sensorgym.sensors.imu import IMUSensor, _native
-from sensorgym.sensors.native import add_native_sensors, imu_names, native_model_xml
+from sensorgym.sensors.mujoco import base as mujoco_base
+from sensorgym.sensors.mujoco.contact import ContactSensor, _native_count
+from sensorgym.sensors.mujoco.imu import IMUSensor, _native
+from sensorgym.sensors.mujoco.native import add_native_sensors, imu_names, native_model_xml
 from sensorgym.wrappers import SingleEnvSensorObservation
 from sensorgym.wrappers.common import ExtractionPlan, extract_state
 

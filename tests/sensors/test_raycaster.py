@@ -11,8 +11,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from sensorgym.sensors import raycaster
-from sensorgym.sensors.raycaster import (
+from sensorgym.sensors.mujoco import raycaster
+from sensorgym.sensors.mujoco.raycaster import (
     GridPattern,
     RaycasterOptions,
     RaycasterReading,
@@ -228,7 +228,7 @@ def test_world_and_sensor_frame_points_agree():
     np.testing.assert_array_equal(local.distances, world.distances)
     body = env.model.body("robot").id
     r_body = env.data.xmat[body].reshape(3, 3)
-    from sensorgym.sensors.imu import euler_to_matrix
+    from sensorgym.sensors.mujoco.imu import euler_to_matrix
 
     rot = r_body @ euler_to_matrix(kw["euler_offset"])
     pos = env.data.xpos[body] + r_body @ np.array(kw["pos_offset"])

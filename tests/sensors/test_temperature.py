@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import sensorgym as sg
-from sensorgym.sensors.mujoco_base import state_key
-from sensorgym.sensors.temperature import (
+from sensorgym.sensors.mujoco.base import state_key
+from sensorgym.sensors.mujoco.temperature import (
     TemperatureGridOptions,
     TemperatureGridSensor,
     body_box,

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sensorgym as sg
+from sensorgym.core.rng import RandomSource
 from sensorgym.envs import BatchedPendulumEnv
-from sensorgym.rng import RandomSource
 from sensorgym.wrappers import ActionLatency, SensorObservation
 from sensorgym.wrappers.latency import APPLIED_KEY, IN_FLIGHT_KEY, LATENCY_KEY
 
@@ -750,7 +750,7 @@ def test_sb3_composition():
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
 
-    from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+    from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 
     envs = gym.make_vec(
         "Pendulum-v1",

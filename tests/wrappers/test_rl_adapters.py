@@ -35,7 +35,7 @@ def test_rsl_rl_runner_one_iteration():
     pytest.importorskip("rsl_rl")
     from rsl_rl.runners import OnPolicyRunner
 
-    from sensorgym.wrappers.rsl_rl import OBS_GROUPS, RslRlVecEnv
+    from sensorgym.integrations.rsl_rl import OBS_GROUPS, RslRlVecEnv
 
     env = RslRlVecEnv(_torch_env())
     cfg = {
@@ -71,7 +71,7 @@ def test_skrl_ppo_uses_states_for_the_critic(critic_input, width, tmp_path):
     from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
     from skrl.trainers.torch import SequentialTrainer
 
-    from sensorgym.wrappers.skrl import SkrlWrapper
+    from sensorgym.integrations.skrl import SkrlWrapper
 
     kwargs = {} if critic_input is None else {"critic_input": critic_input}
     env = SkrlWrapper(_torch_env(), **kwargs)
@@ -149,7 +149,7 @@ def test_rl_games_central_value_one_epoch(tmp_path, critic_input, width):
     from rl_games.common import tr_helpers
     from rl_games.common.algo_observer import DefaultAlgoObserver
 
-    from sensorgym.wrappers.rl_games import RlGamesVecEnv
+    from sensorgym.integrations.rl_games import RlGamesVecEnv
 
     env = RlGamesVecEnv(_torch_env(), **({} if critic_input is None else {"critic_input": critic_input}))
     params = rl_games_params(tmp_path, "sensorgym", N, seed=0)

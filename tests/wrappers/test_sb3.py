@@ -15,8 +15,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 import sensorgym as sg
 from sensorgym.envs import BatchedPendulumEnv
+from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 from sensorgym.wrappers import SensorObservation, make_sensor_vec
-from sensorgym.wrappers.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 
 from .envs import RampEnv
 

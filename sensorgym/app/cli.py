@@ -1,0 +1,636 @@
+"""The ``sensorgym`` command line: see what sensors do, train with them, measure what they cost.
+
+Commands (each runs an embedded default when called without ``--config``):
+
+* ``sensorgym inspect``: GT vs measured traces (a PNG) and a table of each imperfection as configured and
+  as estimated from the traces;
+* ``sensorgym train`` / ``sensorgym eval``: PPO with a symmetric or asymmetric critic, saved with its
+  config; replay it (``eval`` takes the run directory), optionally under another sensor configuration;
+* ``sensorgym ablate``: a resumable sweep over imperfection levels x critic type x seeds, in local worker
+  processes (``--workers``) or on a Ray cluster (``--ray``), with a CSV, a summary that states the answer
+  with its uncertainty, and a plot;
+* ``sensorgym demo``: a few lines of GT vs measured values.
+
+A mistake the user can fix (a config, a flag, a path, a missing package) prints one line naming what is
+wrong and the fix, and exits with code 2; Ctrl-C stops within seconds, keeps what is finished, prints how
+to resume, and exits with code 130.
+
+Example:
+    >>> from sensorgym.app.cli import main
+    >>> main(["demo", "--steps", "3"])  # doctest: +ELLIPSIS
+    sensorgym demo: ...
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering for camera sensors, before mujoco loads
+
+DEFAULT_OUT = Path("sensorgym_outputs")
+
+#: exit codes: a user error, and an interruption (128 + SIGINT, what shells report for Ctrl-C)
+EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
+
+#: optional modules -> the sensorgym extra that installs them (None: not in an extra, named by pip)
+EXTRAS: dict[str, str | None] = {
+    "stable_baselines3": "sb3",
+    "matplotlib": "plot",
+    "tqdm": "plot",
+    "rich": "plot",
+    "tensorboard": "plot",
+    "mujoco": "mujoco",
+    "imageio": "mujoco",
+    "ray": "ray",
+    "rsl_rl": "rl",
+    "skrl": "rl",
+    "rl_games": "rl",
+    "yaml": None,
+}
+_PIP_NAMES = {"yaml": "pyyaml"}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def install_fix(modules: Sequence[str]) -> str:
+    """The exact pip command that installs ``modules`` (through sensorgym's extras where they are in one).
+
+    Example:
+        >>> install_fix(["tqdm", "stable_baselines3"])
+        'pip install "sensorgym[plot,sb3]"'
+        >>> install_fix(["yaml"])
+        'pip install pyyaml'
+    """
+    extras = sorted({e for m in modules if (e := EXTRAS.get(m.split(".")[0]))})
+    others = sorted({_PIP_NAMES.get(m, m) for m in modules if not EXTRAS.get(m.split(".")[0])})
+    parts = ([f'"sensorgym[{",".join(extras)}]"'] if extras else []) + others
+    return "pip install " + " ".join(parts)
+
+
+def _require(command: str, modules: Sequence[str]) -> None:
+    """Raise one :class:`~sensorgym.app.config.UserError` naming every missing module and the pip command."""
+    from .config import UserError
+
+    missing = [m for m in modules if not _installed(m)]
+    if missing:
+        raise UserError(
+            f"needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed. "
+            f"Fix: {install_fix(missing)}"
+        )
+
+
+def _config(path: str | None, default: str) -> tuple[Any, str]:
+    """The config at ``path`` (or the embedded default) and how to name it in messages."""
+    from .config import load_config
+
+    if path is not None:
+        return load_config(path), path
+    with resources.as_file(resources.files("sensorgym.app.configs") / f"{default}.toml") as p:
+        return load_config(p), f"the embedded default {default}.toml (examples/configs/{default}.toml)"
+
+
+def _check_env(cfg: Any, source: str, sweep: bool = False) -> None:
+    """Refuse, with one line naming ``source``, an unknown env id, a PPO argument PPO would reject or a
+    sensor that does not fit the env (with ``sweep``: in any sweep cell)."""
+    from .config import check_env_ids
+
+    check_env_ids(cfg, source)
+    if cfg.algorithm.kwargs and _installed("stable_baselines3"):
+        from .training import check_ppo_kwargs
+
+        check_ppo_kwargs(cfg.algorithm.kwargs, cfg.env.n_envs, source)
+    _preflight(cfg, source, sweep)
+
+
+def _preflight(cfg: Any, source: str, sweep: bool) -> None:
+    """Build one env of the config (and of each sweep cell) with its sensors and reset it, so that a sensor
+    that does not fit the env (a key it lacks, an index out of range) is one line naming ``source`` here,
+    not a traceback later (or a failed run in a worker process)."""
+    from .config import ConfigError, apply_overrides
+    from .training import config_env_kwargs, make_sensor_env
+
+    cells = [{}, *(cfg.sweep.cells() if sweep else [])]
+    for cell in cells:
+        c = apply_overrides(cfg, cell) if cell else cfg
+        where = f"{source}: " + (
+            f"with {', '.join(f'{k} = {v!r}' for k, v in cell.items())}: " if cell else ""
+        )
+        try:
+            env = make_sensor_env(
+                c.env.id, c.sensors, n_envs=1, seed=None, autoreset_mode="NextStep", **config_env_kwargs(c)
+            )
+            try:
+                env.reset(seed=0)
+            finally:
+                env.close()
+        except (ValueError, KeyError, IndexError) as e:
+            text = _one_line(e)
+            fix = (
+                ""
+                if "Fix:" in text
+                else (
+                    " Fix: check the sensors' key, index and shape against the env's observation "
+                    "(`sensorgym inspect --config ...` shows the channels)."
+                )
+            )
+            raise ConfigError(f"{where}{text.rstrip('.')}.{fix}") from None
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    print(run_demo(steps=args.steps, seed=args.seed))
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    _require("inspect", ["matplotlib", *(["stable_baselines3"] if args.model else [])])
+    from .inspection import format_summary, run_inspect
+
+    cfg, source = _config(args.config, "inspect")
+    _check_env(cfg, source)
+    model = None
+    if args.model:
+        from stable_baselines3 import PPO
+
+        from .config import UserError
+
+        if not (Path(args.model) / "model.zip").exists():
+            raise UserError(
+                f"--model {args.model}: no model.zip there. Fix: pass the run directory "
+                "`sensorgym train --out` wrote (default: sensorgym_outputs/train)."
+            )
+        model = PPO.load(Path(args.model) / "model.zip", device="cpu")
+    out = Path(args.out or DEFAULT_OUT / "inspect.png")
+    result = run_inspect(cfg, steps=args.steps, seed=args.seed, out=out, model=model)
+    dt = float(result.times[1] - result.times[0]) if len(result.times) > 1 else 0.0
+    print(
+        f"{cfg.env.id}, {args.steps} steps of {dt:g} s, "
+        f"{'policy ' + args.model if args.model else 'random actions'}; each imperfection as configured "
+        "and as estimated from the recorded traces:\n"
+    )
+    print(format_summary(result.summary, dt))
+    print(f"\nfigure: {result.figure}")
+    if result.sampler_figure is not None:
+        print(
+            f"sampler figure: {result.sampler_figure} (sensors with update_period/dropout: samples taken, "
+            "samples lost, and the reading's age)"
+        )
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    _require("train", ["stable_baselines3", "tensorboard", *([] if args.no_progress else ["tqdm"])])
+    from .training import TrainingInterrupted, planned_timesteps, rollout_steps, train_from_config
+
+    out = Path(args.out or DEFAULT_OUT / "train")
+    if args.resume:
+        from .config import UserError, parse_config
+
+        if args.config:
+            print(f"(--config {args.config} is not used: resuming continues with {out / 'config.json'})")
+        try:
+            import json
+
+            cfg = parse_config(json.loads((out / "config.json").read_text()))
+        except FileNotFoundError:
+            raise UserError(
+                f"--out {out}: no run to resume there (no config.json). Fix: pass the --out of a run "
+                "that `sensorgym train` wrote, or drop --resume."
+            ) from None
+        source = str(out / "config.json")
+    else:
+        cfg, source = _config(args.config, "train")
+    _check_env(cfg, source)
+    if args.critic and not args.resume:
+        cfg.critic.type = args.critic
+        cfg.raw.setdefault("critic", {})["type"] = args.critic
+    budget = args.timesteps if args.timesteps is not None else cfg.algorithm.timesteps
+    seed = args.seed if args.seed is not None else cfg.algorithm.seed
+    rollout = rollout_steps(cfg.algorithm.kwargs, cfg.env.n_envs)
+    what = "resuming" if args.resume else "training"
+    print(
+        f"{what} PPO ({cfg.critic.type} critic, seed {seed}) on {cfg.env.id} with sensors "
+        f"{list(cfg.sensors)} -> {out}"
+    )
+    if not args.resume:
+        planned = planned_timesteps(budget, rollout)
+        print(
+            f"budget {budget:,} steps; PPO trains whole rollouts of {cfg.env.n_envs} envs x "
+            f"{rollout // cfg.env.n_envs:,} steps = {rollout:,}, so {planned:,} steps will be trained"
+        )
+    resume_cmd = shlex.join(
+        ["sensorgym", "train", "--out", str(out), "--resume"]
+        + (["--checkpoint-every", str(args.checkpoint_every)] if args.checkpoint_every else [])
+    )
+    try:
+        result = train_from_config(
+            cfg,
+            out,
+            progress_bar=not args.no_progress,
+            timesteps=args.timesteps,
+            seed=args.seed,
+            checkpoint_every=args.checkpoint_every,
+            resume=args.resume,
+            interruptible=True,
+        )
+    except TrainingInterrupted as e:
+        print(
+            f"sensorgym train: interrupted at {e.timesteps:,} steps; checkpoint saved in {e.checkpoint}. "
+            f"Resume with: {resume_cmd}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        if (out / "checkpoint" / "model.zip").exists():
+            print(f"sensorgym train: interrupted. Resume with: {resume_cmd}", file=sys.stderr)
+        else:
+            print("sensorgym train: interrupted before training started; nothing to resume.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    episodes, eval_seed = result["eval_episodes"], result["eval_seed"]
+    if result["eval_history"]:
+        print(
+            f"learning curve (mean return of {episodes} episodes on the evaluation envs, seed {eval_seed}):"
+        )
+        for step, ret in result["eval_history"]:
+            print(f"  {step:>10,} steps: {ret:8.1f}")
+    trained, budget_used = result["timesteps"], result["timesteps_budget"]
+    why = (
+        f" (budget {budget_used:,}, rounded up to whole rollouts of {result['rollout_steps']:,})"
+        if trained != budget_used
+        else ""
+    )
+    print(
+        f"final score: {result['eval_return_mean']:.1f} = mean return of {episodes} evaluation episodes "
+        f"(sd {result['eval_return_std']:.1f}), deterministic policy, evaluation seed {eval_seed}, after "
+        f"{trained:,} steps{why}; {result['train_seconds']:.0f} s of training"
+    )
+    print(f"reproduce it: sensorgym eval {shlex.quote(str(out))}")
+    print(
+        f"saved in {out}: model.zip, vecnormalize.pkl, config.json, result.json, checkpoint/, "
+        f"tb/ (TensorBoard: tensorboard --logdir {out / 'tb'})"
+    )
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    _require("eval", ["stable_baselines3"])
+    from .training import evaluate_saved
+
+    cfg = None
+    if args.config:
+        cfg, source = _config(args.config, "train")
+        _check_env(cfg, source)
+    result = evaluate_saved(args.run, cfg, episodes=args.episodes, seed=args.seed, config_name=args.config)
+    where = f"under the sensors of {args.config}" if args.config else "under its training sensors"
+    n, seed = result["eval_episodes"], result["eval_seed"]
+    print(
+        f"{args.run} {where}: score {result['eval_return_mean']:.1f} = mean return of {n} episodes "
+        f"(sd {result['eval_return_std']:.1f}), deterministic policy, evaluation seed {seed}"
+    )
+    trained = result["trained_score"]
+    if trained is not None and args.seed is None and args.episodes is None:
+        if args.config:
+            print(
+                f"the final score under its training sensors, on the same {n} episodes: {trained:.1f} "
+                f"(change: {result['eval_return_mean'] - trained:+.1f})"
+            )
+        else:
+            print(f"(the final score `sensorgym train` reported: {trained:.1f}, same episodes and seed)")
+    return 0
+
+
+def _ablate(args: argparse.Namespace) -> int:
+    _require(
+        "ablate",
+        [
+            "stable_baselines3",
+            "matplotlib",
+            *([] if args.no_progress else ["tqdm"]),
+            *(["ray"] if args.ray else []),
+        ],
+    )
+    from .ablation import SweepInterrupted, available_cores, run_sweep
+
+    cfg, source = _config(args.config, "ablate")
+    if args.timesteps:
+        cfg.algorithm.timesteps = args.timesteps
+        cfg.raw.setdefault("algorithm", {})["timesteps"] = args.timesteps
+    if args.seeds:
+        cfg.sweep.seeds = list(args.seeds)
+        cfg.raw.setdefault("sweep", {})["seeds"] = list(args.seeds)
+    _check_env(cfg, source, sweep=True)
+    out = Path(args.out or DEFAULT_OUT / "ablate")
+    workers = args.workers if args.workers is not None else min(2, available_cores())
+    try:
+        run_sweep(
+            cfg,
+            out,
+            workers=workers,
+            ray_address=args.ray,
+            progress=not args.no_progress,
+            threads=args.threads,
+        )
+    except SweepInterrupted as e:
+        kept = (
+            f"{e.done} of {e.total} runs finished and are kept in {e.csv_path}"
+            if e.done
+            else f"none of the {e.total} runs had finished"
+        )
+        print(
+            f"sensorgym ablate: interrupted; {kept}. Resume (finished runs are skipped) with: "
+            f"{shlex.join(['sensorgym', *args.argv])}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    print((out / "summary.md").read_text())
+    print(f"outputs: {out / 'results.csv'}, {out / 'summary.md'}, {out / 'return_vs_level.png'}")
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): what is wrong and where to look."""
+
+    def error(self, message: str) -> Any:
+        fix = "" if "Fix:" in message else f" Fix: see `{self.prog} --help`."
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: {message}.{fix}\n")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Wraps the description's and epilog's paragraphs to the terminal, but keeps indented lines (examples)
+    as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            if line.startswith(" ") or not line:
+                out.append(indent + line)
+            else:
+                out.append(textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent))
+        return "\n".join(out)
+
+
+def _positive(what: str, example: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a positive whole number of {what}. Fix: pass e.g. {example}"
+            )
+        return value
+
+    return parse
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0. Fix: pass e.g. 20000, or 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``sensorgym`` argument parser (every option has help text)."""
+    fmt = _Formatter
+    parser = _Parser(
+        prog="sensorgym",
+        description="Robot sensors for Gymnasium envs: see what they do (inspect, demo), train with them "
+        "(train, eval) and measure what they cost (ablate). Each command runs an embedded default config "
+        "unless given --config (examples: examples/configs/).",
+        formatter_class=fmt,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    demo = sub.add_parser(
+        "demo",
+        help="print GT vs measured values of a delayed, noisy, quantized sensor",
+        description="Print ground truth vs what a delayed, jittery, noisy, biased, quantized sensor reports "
+        "for a sine, with the signed difference per step.",
+        formatter_class=fmt,
+    )
+    demo.add_argument(
+        "--steps", type=_positive("steps", 40), default=40, help="control steps to show (default 40)"
+    )
+    demo.add_argument("--seed", type=int, default=0, help="seed of the sensor's noise and jitter (default 0)")
+    demo.set_defaults(func=_demo)
+
+    ins = sub.add_parser(
+        "inspect",
+        help="plot GT vs measured traces; each imperfection configured vs estimated",
+        description="Run one env under random actions (or a trained policy), record every sensor's ground "
+        "truth and measured reading, estimate delay, noise, bias, drift and quantization from the traces, "
+        "and print them beside the configured values (with why an estimate can differ).",
+        epilog="examples:\n  sensorgym inspect\n  sensorgym inspect --config examples/configs/inspect.toml "
+        "--steps 400 --out fig.png",
+        formatter_class=fmt,
+    )
+    ins.add_argument("--config", help="TOML/YAML/JSON config (default: the embedded inspect.toml)")
+    ins.add_argument(
+        "--steps",
+        type=_positive("steps", 200),
+        default=200,
+        help="control steps to record (default 200); short traces give rough estimates",
+    )
+    ins.add_argument("--seed", type=int, default=0, help="seed of the env, actions and sensors (default 0)")
+    ins.add_argument(
+        "--out",
+        help="PNG path (default: sensorgym_outputs/inspect.png); sensors with update_period or dropout also "
+        "get <name>_sampler.png beside it (samples taken, samples lost, the reading's age)",
+    )
+    ins.add_argument(
+        "--model",
+        metavar="RUN_DIR",
+        help="a run directory from `sensorgym train` to act instead of random actions",
+    )
+    ins.set_defaults(func=_inspect)
+
+    tr = sub.add_parser(
+        "train",
+        help="train PPO with a symmetric or asymmetric critic",
+        description="Train PPO on the config's env and sensors, then score it: the final score is the mean "
+        "return of the config's eval_episodes episodes on evaluation envs seeded seed + 10000 "
+        "(`sensorgym eval RUN_DIR` reproduces it). PPO trains whole rollouts (n_steps x n_envs), so it "
+        "may train a little more than the budget. Ctrl-C stops within seconds and writes a checkpoint "
+        "that --resume continues from.",
+        epilog="writes into --out: model.zip, vecnormalize.pkl, config.json (the config used), result.json "
+        "(score, episodes, seed, steps), checkpoint/, tb/ (TensorBoard)\n\nexamples:\n"
+        "  sensorgym train                                  # clean sensors\n"
+        "  sensorgym eval sensorgym_outputs/train --config examples/configs/eval_noisy.toml",
+        formatter_class=fmt,
+    )
+    tr.add_argument("--config", help="config file (default: the embedded train.toml: clean sensors)")
+    tr.add_argument("--out", help="run directory (default: sensorgym_outputs/train)")
+    tr.add_argument(
+        "--timesteps",
+        metavar="STEPS",
+        type=_positive("steps", 20000),
+        help="training budget in env steps (all envs together), rounded up to whole PPO rollouts "
+        "(default: the config's algorithm.timesteps)",
+    )
+    tr.add_argument("--seed", type=int, help="training seed (default: the config's algorithm.seed)")
+    tr.add_argument("--critic", choices=["symmetric", "asymmetric"], help="override the config's critic.type")
+    tr.add_argument(
+        "--checkpoint-every",
+        type=_non_negative,
+        default=0,
+        metavar="STEPS",
+        help="write a resumable checkpoint every STEPS steps (always at the end and on Ctrl-C)",
+    )
+    tr.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from its checkpoint and config.json"
+    )
+    tr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    tr.set_defaults(func=_train)
+
+    ev = sub.add_parser(
+        "eval",
+        help="score a trained run (a run directory), optionally under another sensor config",
+        description="Score the model in a run directory written by `sensorgym train`. By default it uses the "
+        "final score's evaluation seed and episode count, so it reproduces that score; with --config it "
+        "scores the same episodes under that config's sensors (train clean, test noisy). Only imperfection "
+        "levels may change, not which sensors the policy reads.",
+        epilog="examples:\n  sensorgym eval sensorgym_outputs/train\n"
+        "  sensorgym eval sensorgym_outputs/train --config examples/configs/eval_noisy.toml",
+        formatter_class=fmt,
+    )
+    ev.add_argument(
+        "run",
+        metavar="RUN_DIR",
+        help="the run directory `sensorgym train` wrote (e.g. sensorgym_outputs/train)",
+    )
+    ev.add_argument(
+        "--config", help="score under this config's sensors (e.g. noisier) instead of the training ones"
+    )
+    ev.add_argument(
+        "--episodes",
+        type=_positive("episodes", 20),
+        help="evaluation episodes (default: as many as the final score used)",
+    )
+    ev.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the evaluation envs (default: the final score's, training seed + 10000)",
+    )
+    ev.set_defaults(func=_eval)
+
+    ab = sub.add_parser(
+        "ablate",
+        help="sweep imperfection levels x critic type x seeds (resumable)",
+        description="Train and score one PPO run per level x critic type x seed, then write a summary that "
+        "answers the question with its uncertainty (paired asymmetric - symmetric differences with 95% "
+        "intervals) and a plot. Finished runs are appended to results.csv at once and skipped when the "
+        "command is run again; Ctrl-C stops within seconds and keeps them.",
+        epilog="writes into --out: results.csv (one row per run), summary.md, return_vs_level.png, "
+        "config.json\n\nexamples:\n  sensorgym ablate\n  sensorgym ablate --workers 4 --seeds 0 1 2 3 4 5\n"
+        "  sensorgym ablate --ray auto",
+        formatter_class=fmt,
+    )
+    ab.add_argument("--config", help="config with a [sweep] table (default: the embedded ablate.toml)")
+    ab.add_argument("--out", help="output directory (default: sensorgym_outputs/ablate)")
+    ab.add_argument(
+        "--workers",
+        type=_positive("workers", 2),
+        help="parallel runs in local processes (default: min(2, cores))",
+    )
+    ab.add_argument(
+        "--threads",
+        type=_positive("threads", 1),
+        help="torch threads per run (default: max(1, cores // workers); on Ray 1, and each run reserves "
+        "that many CPUs)",
+    )
+    ab.add_argument(
+        "--ray", metavar="ADDRESS", help="run on a Ray cluster ('auto', 'ray://host:port' or 'local')"
+    )
+    ab.add_argument(
+        "--timesteps",
+        metavar="STEPS",
+        type=_positive("steps", 50000),
+        help="override the training budget of every run (changes the runs: none are reused)",
+    )
+    ab.add_argument(
+        "--seeds",
+        metavar="SEED",
+        type=int,
+        nargs="+",
+        help="override the seeds (finished runs of these seeds are reused)",
+    )
+    ab.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ab.set_defaults(func=_ablate)
+    return parser
+
+
+def _one_line(message: Any) -> str:
+    return " ".join(str(message).split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0, 2 for a user error, 130 for Ctrl-C)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help (0) or a bad flag (2, its one-line message already printed)
+        return e.code if isinstance(e.code, int) else 0
+    args.argv = argv
+    prefix = f"sensorgym {args.command}:"
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # outside the commands' own handling (e.g. while loading torch)
+        print(f"{prefix} interrupted.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the output went to a pipe that closed early (e.g. `| head`)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python would otherwise complain when flushing at exit
+        return 141
+    except Exception as e:
+        message = _user_message(e)
+        if message is None:
+            raise  # an internal bug: the traceback is for us
+        print(f"{prefix} {message}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+def _user_message(e: Exception) -> str | None:
+    """The one-line message of an error the user can fix, or ``None`` for an internal bug."""
+    from .config import UserError
+
+    if isinstance(e, UserError):
+        return _one_line(e)
+    if isinstance(e, ModuleNotFoundError) and e.name and not e.name.startswith("sensorgym"):
+        top = e.name.split(".")[0]
+        return f"needs {top}, which is not installed. Fix: {install_fix([top])}"
+    try:
+        import gymnasium as gym
+    except ImportError:  # pragma: no cover - gymnasium is a core dependency
+        gym = None
+    if gym is not None and isinstance(e, gym.error.DependencyNotInstalled):
+        fix = install_fix(["mujoco"]) if "mujoco" in str(e).lower() else "install the package it names"
+        return f"{_one_line(e)} Fix: {fix}"
+    if isinstance(e, (ValueError, TypeError, RuntimeError)) and "Fix:" in str(e):
+        return _one_line(e)
+    return None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

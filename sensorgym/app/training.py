@@ -1,0 +1,793 @@
+"""Training helpers: PPO (Stable-Baselines3) on a sensor-observed env, symmetric or asymmetric critic.
+
+``make_training_env`` builds a SAME_STEP vector env observed through sensors and adapted to SB3;
+``train_ppo`` trains and evaluates one run and returns its numbers; ``train_from_config`` /
+``evaluate_saved`` are what ``sensorgym train`` and ``sensorgym eval`` run: a run directory holds the
+model, the observation-normalization statistics, the config and TensorBoard logs.
+
+PPO trains in whole rollouts of ``n_steps`` x ``n_envs`` steps, so a run trains
+:func:`planned_timesteps` steps: the budget rounded up to whole rollouts. The final score is the mean
+return of ``eval_episodes`` episodes of the deterministic policy on envs seeded with ``seed + 10_000``
+(:func:`eval_seed`); ``evaluate_saved`` uses the same seed and episode count by default, so
+``sensorgym eval <run>`` reproduces the score ``sensorgym train`` printed.
+
+Example:
+    >>> import sensorgym as sg
+    >>> from sensorgym.app.training import train_ppo
+    >>> result = train_ppo("Pendulum-v1", {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])},
+    ...                    critic="asymmetric", timesteps=256, seed=0, n_envs=2, eval_episodes=1,
+    ...                    ppo_kwargs={"n_steps": 64, "batch_size": 64, "n_epochs": 1})
+    >>> result["critic"], result["timesteps"] >= 256, {"eval_return_mean", "eval_return_std"} <= set(result)
+    ('asymmetric', True, True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.options import SensorOptions
+from ..integrations.sb3_checkpoint import (  # re-exported: the checkpoint functions were documented here
+    CHECKPOINT_PICKLE_FILES,
+    CHECKPOINT_SAFE_FILES,
+    load_checkpoint,
+    save_checkpoint,
+)
+
+__all__ = [
+    "CHECKPOINT_PICKLE_FILES",
+    "CHECKPOINT_SAFE_FILES",
+    "CRITIC_TYPES",
+    "DEFAULT_PPO",
+    "TrainingInterrupted",
+    "check_ppo_kwargs",
+    "config_env_kwargs",
+    "config_train_kwargs",
+    "eval_seed",
+    "evaluate",
+    "evaluate_saved",
+    "load_checkpoint",
+    "make_sensor_env",
+    "make_training_env",
+    "planned_timesteps",
+    "rollout_steps",
+    "sample_sd",
+    "save_checkpoint",
+    "train_from_config",
+    "train_ppo",
+]
+
+#: critic types: what the value function reads
+CRITIC_TYPES = ("symmetric", "asymmetric")
+
+#: PPO settings for Pendulum-like continuous control (after rl-zoo's tuned Pendulum-v1 entry)
+DEFAULT_PPO: dict[str, Any] = dict(
+    n_steps=1024,
+    batch_size=64,
+    gae_lambda=0.95,
+    gamma=0.9,
+    n_epochs=10,
+    ent_coef=0.0,
+    learning_rate=1e-3,
+    clip_range=0.2,
+    use_sde=True,
+    sde_sample_freq=4,
+)
+
+
+#: the final evaluation's envs are seeded with ``seed + EVAL_SEED_OFFSET`` (never the training seeds)
+EVAL_SEED_OFFSET = 10_000
+
+
+def eval_seed(seed: int) -> int:
+    """The seed of the evaluation envs of a run trained with ``seed``.
+
+    Example:
+        >>> eval_seed(3)
+        10003
+    """
+    return int(seed) + EVAL_SEED_OFFSET
+
+
+def rollout_steps(ppo_kwargs: Mapping[str, Any] | None, n_envs: int) -> int:
+    """Steps per PPO rollout: ``n_steps`` (per env) x ``n_envs``; PPO trains whole rollouts only.
+
+    Example:
+        >>> rollout_steps(None, 4)   # DEFAULT_PPO's n_steps = 1024
+        4096
+    """
+    return int({**DEFAULT_PPO, **dict(ppo_kwargs or {})}["n_steps"]) * int(n_envs)
+
+
+def planned_timesteps(budget: int, rollout: int, start: int = 0) -> int:
+    """The steps PPO actually trains for a ``budget``: from ``start``, whole rollouts until >= budget.
+
+    Example:
+        >>> planned_timesteps(50_000, 4096)   # 13 rollouts
+        53248
+        >>> planned_timesteps(50_000, 4096, start=8)   # resumed mid-rollout at step 8
+        53256
+    """
+    if start >= budget:
+        return int(start)
+    return int(start + math.ceil((budget - start) / rollout) * rollout)
+
+
+def sample_sd(values: Any) -> float:
+    """The sample standard deviation (ddof=1), 0.0 for fewer than two values.
+
+    Example:
+        >>> sample_sd([1.0, 2.0, 3.0])
+        1.0
+    """
+    xs = np.asarray(values, dtype=float)
+    return float(np.std(xs, ddof=1)) if xs.size > 1 else 0.0
+
+
+#: PPO arguments sensorgym sets itself (``algorithm.kwargs`` may not)
+_RESERVED_PPO = {
+    "policy",
+    "env",
+    "seed",
+    "device",
+    "verbose",
+    "tensorboard_log",
+    "policy_kwargs",
+    "_init_setup_model",
+}
+#: PPO arguments that must be whole numbers >= 1 (batch_size >= 2: advantages are normalized per batch)
+_POSITIVE_INT_PPO = {"n_steps": 1, "batch_size": 2, "n_epochs": 1}
+
+
+def check_ppo_kwargs(kwargs: Mapping[str, Any], n_envs: int, source: str) -> None:
+    """Raise a :class:`~sensorgym.app.config.ConfigError` naming ``source`` (the config file), the key, the
+    value and the fix for an ``algorithm.kwargs`` entry that PPO would reject or that sensorgym sets.
+
+    Example:
+        >>> from sensorgym.app.config import ConfigError
+        >>> try:
+        ...     check_ppo_kwargs({"n_stepz": 64}, 4, "my.toml")
+        ... except ConfigError as e:
+        ...     print(e)  # doctest: +ELLIPSIS
+        my.toml: config algorithm.kwargs.n_stepz = 64: PPO has no such argument. Fix: did you mean ...
+    """
+    import difflib
+    import inspect
+
+    from stable_baselines3 import PPO
+
+    from .config import ConfigError
+
+    accepted = [
+        name
+        for name, p in inspect.signature(PPO.__init__).parameters.items()
+        if name != "self" and p.kind is not p.VAR_KEYWORD and name not in _RESERVED_PPO
+    ]
+    for key, value in kwargs.items():
+        where = f"{source}: config algorithm.kwargs.{key} = {value!r}"
+        if key in _RESERVED_PPO:
+            raise ConfigError(
+                f"{where}: sensorgym sets {key} itself. Fix: remove it (the seed is algorithm.seed)."
+            )
+        if key not in accepted:
+            close = difflib.get_close_matches(key, accepted, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(
+                f"{where}: PPO has no such argument. Fix: {hint}see the arguments of "
+                "stable_baselines3.PPO (e.g. n_steps, batch_size, learning_rate, gamma)."
+            )
+        low = _POSITIVE_INT_PPO.get(key)
+        if low is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+            raise ConfigError(f"{where}: must be a whole number >= {low}. Fix: write e.g. {key} = 64.")
+    n_steps = kwargs.get("n_steps", 2048)
+    if isinstance(n_steps, int) and n_steps * n_envs <= 1:  # SB3 asserts: advantages need 2 samples
+        raise ConfigError(
+            f"{source}: config algorithm.kwargs.n_steps = {n_steps!r} with env.n_envs = {n_envs}: a PPO "
+            "rollout (n_steps x n_envs) must hold more than 1 step. Fix: write e.g. n_steps = 64."
+        )
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped on Ctrl-C (SIGINT) after writing a checkpoint it can resume from.
+
+    ``timesteps``: steps trained when it stopped; ``checkpoint``: the checkpoint folder (``None`` when the
+    run had none).
+    """
+
+    def __init__(self, timesteps: int, checkpoint: Path | None) -> None:
+        super().__init__(f"training interrupted at {timesteps} steps")
+        self.timesteps, self.checkpoint = int(timesteps), checkpoint
+
+
+@contextlib.contextmanager
+def _first_sigint_sets(event: threading.Event) -> Iterator[None]:
+    """While active (main thread only): the first SIGINT sets ``event`` (training stops at its next env
+    step and checkpoints), a second one raises ``KeyboardInterrupt`` at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if event.is_set():
+            raise KeyboardInterrupt
+        event.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop_callback(event: threading.Event) -> Any:
+    """An SB3 callback that ends training at the next env step once ``event`` is set, leaving the model's
+    last observation consistent with the envs (so the checkpoint written at training end resumes)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StopOnEvent(BaseCallback):
+        def _on_step(self) -> bool:
+            if not event.is_set():
+                return True
+            # SB3 returns before storing this step's observation; store it so model and envs agree
+            if "new_obs" in self.locals and "dones" in self.locals:
+                self.model._last_obs = self.locals["new_obs"]
+                self.model._last_episode_starts = self.locals["dones"]
+            return False
+
+    return StopOnEvent()
+
+
+def _progress_callback(total: int) -> Any:
+    """A tqdm bar over the steps PPO will actually train (``total``: the budget rounded up to rollouts)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Progress(BaseCallback):
+        def _on_training_start(self) -> None:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, initial=self.num_timesteps, unit="step", desc="training")
+
+        def _on_step(self) -> bool:
+            self.bar.update(self.num_timesteps - self.bar.n)
+            return True
+
+        def _on_training_end(self) -> None:
+            self.bar.update(self.num_timesteps - self.bar.n)
+            self.bar.close()
+
+    return Progress()
+
+
+def make_sensor_env(
+    env_id: str,
+    sensors: Mapping[str, SensorOptions],
+    *,
+    n_envs: int = 4,
+    seed: int | None = 0,
+    vectorization_mode: str = "sync",
+    autoreset_mode: str = "SameStep",
+    env_kwargs: dict | None = None,
+    latency: Any = None,
+    **sensor_kwargs: Any,
+) -> Any:
+    """``make_sensor_vec``, with the config's action latency (a :class:`~sensorgym.app.config.LatencyConfig`,
+    or ``None`` for none) between the agent and the env: ``SensorObservation(ActionLatency(envs))``.
+
+    With ``latency.critic_in_flight`` (and a delay > 0) the actions in flight, and with
+    ``latency.critic_latency`` the episode's ``[delay, jitter]``, are added as sensors
+    (:meth:`~sensorgym.wrappers.ActionLatency.critic_sensors`) whose ground truth only the critic reads:
+    they join ``critic`` (when it lists sensors) and never ``policy`` (default: the config's sensors).
+
+    Example:
+        >>> import sensorgym as sg
+        >>> from sensorgym.app.config import LatencyConfig
+        >>> env = make_sensor_env("Pendulum-v1", {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])},
+        ...                       n_envs=2, latency=LatencyConfig(delay=0.1, jitter=0.05))
+        >>> obs, _ = env.reset(seed=0)
+        >>> obs["policy"].shape, obs["critic"].shape   # critic: angle GT (2) + in flight (3) + env obs (3)
+        ((2, 2), (2, 8))
+    """
+    from ..wrappers import make_sensor_vec
+
+    if latency is None:
+        return make_sensor_vec(
+            env_id,
+            n_envs,
+            sensors,
+            autoreset_mode=autoreset_mode,
+            seed=seed,
+            vectorization_mode=vectorization_mode,
+            env_kwargs=env_kwargs,
+            **sensor_kwargs,
+        )
+    import functools
+
+    import gymnasium as gym
+
+    from ..wrappers import ActionLatency, SensorObservation, SimStateExtractor
+    from ..wrappers.common import needs_extraction
+
+    wrappers = (
+        [functools.partial(SimStateExtractor, sensors=dict(sensors))] if needs_extraction(sensors) else []
+    )
+    envs = gym.make_vec(
+        env_id,
+        num_envs=n_envs,
+        vectorization_mode=vectorization_mode,
+        vector_kwargs={"autoreset_mode": autoreset_mode},
+        wrappers=wrappers or None,
+        **(env_kwargs or {}),
+    )
+    try:
+        initial = latency.initial_action
+        lat = ActionLatency(
+            envs,
+            latency.delay,
+            latency.jitter,
+            initial_action=np.asarray(initial) if isinstance(initial, list) else initial,
+            seed=seed,
+        )
+        extra = lat.critic_sensors(
+            in_flight=bool(latency.critic_in_flight) and lat.max_shift > 0,
+            latency=bool(latency.critic_latency),
+        )
+        kwargs = dict(sensor_kwargs)
+        if kwargs.get("policy") is None:
+            kwargs["policy"] = list(sensors)
+        if kwargs.get("critic") is not None:
+            kwargs["critic"] = [*kwargs["critic"], *extra]
+        return SensorObservation(lat, {**sensors, **extra}, seed=seed, **kwargs)
+    except BaseException:
+        envs.close()
+        raise
+
+
+def config_env_kwargs(cfg: Any) -> dict[str, Any]:
+    """The keyword arguments of :func:`make_sensor_env` a config sets, besides the env id, the sensors and
+    the number of envs: env kwargs, action latency and what the policy and the critic read.
+
+    Example:
+        >>> from sensorgym.app.config import parse_config
+        >>> cfg = parse_config({"env": {"id": "Pendulum-v1"},
+        ...                     "sensors": {"angle": {"type": "StateSensorOptions", "key": "obs"}}})
+        >>> sorted(config_env_kwargs(cfg))[:3]
+        ['critic', 'critic_age', 'critic_env_obs']
+    """
+    return dict(
+        env_kwargs=cfg.env.kwargs,
+        latency=cfg.latency,
+        policy=cfg.policy,
+        critic=cfg.critic.sensors,
+        critic_env_obs=cfg.critic.env_obs,
+        critic_randomization=cfg.critic.randomization,
+        policy_age=cfg.policy_age,
+        critic_age=cfg.critic_age,
+    )
+
+
+def make_training_env(
+    env_id: str,
+    sensors: Mapping[str, SensorOptions],
+    *,
+    n_envs: int = 4,
+    seed: int = 0,
+    vectorization_mode: str = "sync",
+    env_kwargs: dict | None = None,
+    latency: Any = None,
+    **sensor_kwargs: Any,
+) -> Any:
+    """A SAME_STEP vector env with sensors (and the action ``latency`` of :func:`make_sensor_env`), as an
+    SB3 ``VecEnv``."""
+    from ..integrations.sb3 import SB3VecEnv
+
+    venv = make_sensor_env(
+        env_id,
+        sensors,
+        n_envs=n_envs,
+        seed=seed,
+        vectorization_mode=vectorization_mode,
+        env_kwargs=env_kwargs,
+        latency=latency,
+        **sensor_kwargs,
+    )
+    env = SB3VecEnv(venv)
+    env.seed(seed)
+    return env
+
+
+def evaluate(model: Any, env: Any, episodes: int, deterministic: bool = True) -> list[float]:
+    """Episode returns of ``model`` on an SB3 ``VecEnv`` (its first ``episodes`` finished episodes)."""
+    returns: list[float] = []
+    running = np.zeros(env.num_envs)
+    obs = env.reset()
+    while len(returns) < episodes:
+        actions, _ = model.predict(obs, deterministic=deterministic)
+        obs, rewards, dones, _ = env.step(actions)
+        running += np.asarray(rewards, dtype=float)
+        for i in np.flatnonzero(dones):
+            returns.append(float(running[i]))
+            running[i] = 0.0
+    return returns[:episodes]
+
+
+def _normalized(env: Any, gamma: float, training: bool = True) -> Any:
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    return VecNormalize(
+        env, norm_obs_keys=["policy", "critic"], gamma=gamma, training=training, norm_reward=training
+    )
+
+
+def _eval_callback(
+    make_eval_env: Callable[[], Any], every: int, episodes: int, train_env: Any, until: int
+) -> Any:
+    """Evaluate every ``every`` timesteps before step ``until`` (where the final score takes over) on the
+    final evaluation's envs, and log ``eval/mean_return`` (TensorBoard)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class PeriodicEval(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_at = every
+            self.history: list[tuple[int, float]] = []
+
+        def _on_step(self) -> bool:
+            if self.next_at <= self.num_timesteps < until:
+                self.next_at += every
+                env = make_eval_env()
+                if hasattr(train_env, "obs_rms"):
+                    env.obs_rms = train_env.obs_rms
+                mean = float(np.mean(evaluate(self.model, env, episodes)))
+                env.close()
+                self.history.append((self.num_timesteps, mean))
+                self.logger.record("eval/mean_return", mean)
+            return True
+
+    return PeriodicEval()
+
+
+def train_ppo(
+    env_id: str,
+    sensors: Mapping[str, SensorOptions],
+    *,
+    critic: str = "asymmetric",
+    timesteps: int = 100_000,
+    seed: int = 0,
+    n_envs: int = 4,
+    eval_episodes: int = 10,
+    eval_sensors: Mapping[str, SensorOptions] | None = None,
+    policy_sensors: list[str] | None = None,
+    critic_sensors: list[str] | None = None,
+    critic_env_obs: bool = True,
+    critic_randomization: bool = False,
+    ppo_kwargs: Mapping[str, Any] | None = None,
+    normalize: bool = True,
+    tensorboard_log: str | None = None,
+    callback: Any = None,
+    progress_bar: bool = False,
+    eval_every: int = 0,
+    on_model: Callable[[Any, Any], None] | None = None,
+    env_kwargs: dict | None = None,
+    vectorization_mode: str = "sync",
+    latency: Any = None,
+    eval_latency: Any = "same",
+    policy_age: list[str] | None = None,
+    critic_age: list[str] | None = None,
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: int = 0,
+    resume: bool = False,
+    interruptible: bool = False,
+) -> dict[str, Any]:
+    """Train PPO with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` + ``"critic"``)
+    critic and evaluate it, optionally under a different sensor configuration (``eval_sensors``).
+
+    ``latency`` (a :class:`~sensorgym.app.config.LatencyConfig`) puts action latency between the policy and
+    the env (:func:`make_sensor_env`); the final evaluation uses it too, or ``eval_latency`` when given
+    (``None``: none). ``policy_age``/``critic_age`` name sensors whose reading's age is appended.
+
+    With ``checkpoint_dir``, a checkpoint (model, normalization statistics, sensor state with a snapshot
+    of the envs, random states) is written every ``checkpoint_every`` steps and at the end; ``resume``
+    continues from it exactly, mid-episode, in a fresh process.
+
+    PPO trains whole rollouts, so ``timesteps`` is a budget: the run trains
+    ``planned_timesteps(timesteps, rollout_steps(ppo_kwargs, n_envs))`` steps (``progress_bar`` counts
+    to that). The final score is the mean return of ``eval_episodes`` episodes of the deterministic policy
+    on envs seeded ``eval_seed(seed)``; the periodic evaluations (``eval_every``) use the same envs.
+
+    With ``interruptible`` (main thread only), the first Ctrl-C stops training at the next env step,
+    writes the checkpoint (with ``checkpoint_dir``) and raises :class:`TrainingInterrupted`.
+
+    Returns a dict with the final score (``eval_return_mean``, ``eval_return_std`` (ddof=1),
+    ``eval_returns``, ``eval_episodes``, ``eval_seed``), ``timesteps`` (trained),
+    ``timesteps_budget``, ``rollout_steps``, timings and the settings of the run.
+    """
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import CallbackList
+
+    from ..integrations.sb3 import AsymmetricActorCriticPolicy, SensorCheckpointCallback
+
+    if critic not in CRITIC_TYPES:
+        raise ValueError(f"critic={critic!r}: expected one of {CRITIC_TYPES}.")
+    kwargs = {**DEFAULT_PPO, **dict(ppo_kwargs or {})}
+    sensor_kwargs = dict(
+        policy=policy_sensors,
+        critic=critic_sensors,
+        critic_env_obs=critic_env_obs,
+        critic_randomization=critic_randomization,
+        policy_age=list(policy_age or []),
+        critic_age=list(critic_age or []),
+    )
+
+    def make_env(sensor_set: Mapping[str, SensorOptions], env_seed: int, training: bool) -> Any:
+        env = make_training_env(
+            env_id,
+            sensor_set,
+            n_envs=n_envs,
+            seed=env_seed,
+            env_kwargs=env_kwargs,
+            vectorization_mode=vectorization_mode,
+            latency=latency if training or eval_latency == "same" else eval_latency,
+            **sensor_kwargs,
+        )
+        return _normalized(env, kwargs["gamma"], training) if normalize else env
+
+    env = make_env(sensors, seed, True)
+    ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    if resume and ckpt is not None and (ckpt / "model.zip").exists():
+        model, env = load_checkpoint(ckpt, env, tensorboard_log)
+    else:
+        critic_keys = ("policy", "critic") if critic == "asymmetric" else ("policy",)
+        model = PPO(
+            AsymmetricActorCriticPolicy,
+            env,
+            seed=seed,
+            device="cpu",
+            verbose=0,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=dict(critic_keys=critic_keys, net_arch=dict(pi=[64, 64], vf=[64, 64])),
+            **kwargs,
+        )
+    rollout = rollout_steps(kwargs, n_envs)
+    planned = planned_timesteps(timesteps, rollout, model.num_timesteps)
+    stop = threading.Event()
+    callbacks = [callback] if callback is not None else []
+    callbacks.append(_stop_callback(stop))
+    if progress_bar:
+        callbacks.append(_progress_callback(planned))
+    periodic = None
+    if eval_every:
+        periodic = _eval_callback(
+            lambda: make_env(eval_sensors or sensors, eval_seed(seed), False),
+            eval_every,
+            eval_episodes,
+            env,
+            until=planned,
+        )
+        callbacks.append(periodic)
+    if ckpt is not None:
+        # every `checkpoint_every` steps at a rollout boundary, and at the end (SensorCheckpointCallback)
+        callbacks.append(SensorCheckpointCallback(str(ckpt), checkpoint_every or timesteps))
+    start = time.perf_counter()
+    with _first_sigint_sets(stop) if interruptible else contextlib.nullcontext():
+        model.learn(
+            max(timesteps - model.num_timesteps, 0),
+            callback=CallbackList(callbacks),
+            reset_num_timesteps=model.num_timesteps == 0,
+        )
+    train_seconds = time.perf_counter() - start
+    if stop.is_set():
+        env.close()
+        raise TrainingInterrupted(model.num_timesteps, ckpt)
+    if on_model is not None:
+        on_model(model, env)
+    eval_env = make_env(eval_sensors or sensors, eval_seed(seed), False)
+    if normalize:
+        eval_env.obs_rms = env.obs_rms
+    returns = evaluate(model, eval_env, eval_episodes)
+    env.close()
+    eval_env.close()
+    return {
+        "critic": critic,
+        "seed": seed,
+        "timesteps": int(model.num_timesteps),
+        "timesteps_budget": int(timesteps),
+        "rollout_steps": rollout,
+        "eval_return_mean": float(np.mean(returns)),
+        "eval_return_std": sample_sd(returns),
+        "eval_returns": returns,
+        "eval_episodes": len(returns),
+        "eval_seed": eval_seed(seed),
+        "train_seconds": train_seconds,
+        "eval_history": periodic.history if periodic is not None else [],
+    }
+
+
+def config_train_kwargs(cfg: Any) -> dict[str, Any]:
+    """The keyword arguments of :func:`train_ppo` a config sets, besides the env id, the sensors, the
+    budget and the seed (``train`` and every ``ablate`` run build their training from these)."""
+    return dict(
+        n_envs=cfg.env.n_envs,
+        policy_sensors=cfg.policy,
+        critic_sensors=cfg.critic.sensors,
+        critic_env_obs=cfg.critic.env_obs,
+        critic_randomization=cfg.critic.randomization,
+        ppo_kwargs=cfg.algorithm.kwargs,
+        normalize=cfg.algorithm.normalize,
+        env_kwargs=cfg.env.kwargs,
+        vectorization_mode=cfg.env.vectorization,
+        latency=cfg.latency,
+        policy_age=cfg.policy_age,
+        critic_age=cfg.critic_age,
+    )
+
+
+def _BlankCritic(env: Any, space: Any) -> Any:
+    """Replace the ``"critic"`` observation by zeros of the trained shape: evaluation runs the actor
+    only, so a test config may change what the critic would have seen (e.g. no randomized parameters)."""
+    import gymnasium as gym
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    class BlankCritic(VecEnvWrapper):
+        def __init__(self) -> None:
+            obs_space = gym.spaces.Dict({**env.observation_space.spaces, "critic": space})
+            super().__init__(env, observation_space=obs_space)
+
+        def _blank(self, obs: dict) -> dict:
+            return {**obs, "critic": np.zeros((self.num_envs, *space.shape), dtype=np.float32)}
+
+        def reset(self) -> Any:
+            return self._blank(self.venv.reset())
+
+        def step_wait(self) -> Any:
+            obs, rewards, dones, infos = self.venv.step_wait()
+            for info in infos:
+                if "terminal_observation" in info:
+                    info["terminal_observation"] = {
+                        **info["terminal_observation"],
+                        "critic": np.zeros(space.shape, np.float32),
+                    }
+            return self._blank(obs), rewards, dones, infos
+
+    return BlankCritic()
+
+
+def train_from_config(
+    cfg: Any,
+    out: str | Path,
+    *,
+    progress_bar: bool = True,
+    callback: Any = None,
+    timesteps: int | None = None,
+    seed: int | None = None,
+    checkpoint_every: int = 0,
+    resume: bool = False,
+    interruptible: bool = False,
+) -> dict[str, Any]:
+    """``sensorgym train``: train, evaluate, and save the run to ``out``: ``model.zip``,
+    ``vecnormalize.pkl`` (if normalizing), ``config.json`` (the full config, with the ``timesteps`` and
+    ``seed`` actually used), ``result.json`` (the final score, its episodes and seed, the steps trained),
+    TensorBoard logs under ``tb/`` and a resumable ``checkpoint/`` (written every ``checkpoint_every``
+    steps, at the end, and on Ctrl-C with ``interruptible``; ``resume`` continues from it with the config
+    saved beside it, and ``timesteps`` may then raise the budget)."""
+    from .config import UserError, parse_config
+
+    out = Path(out)
+    if resume:
+        if not (out / "checkpoint" / "model.zip").exists() or not (out / "config.json").exists():
+            raise UserError(
+                f"--out {out}: no checkpoint to resume there. Fix: pass the --out of a run that "
+                "`sensorgym train` wrote (it holds config.json and checkpoint/), or drop --resume."
+            )
+        cfg = parse_config(json.loads((out / "config.json").read_text()))
+    out.mkdir(parents=True, exist_ok=True)
+    algorithm = cfg.raw.setdefault("algorithm", {})
+    if timesteps is not None:
+        cfg.algorithm.timesteps = algorithm["timesteps"] = int(timesteps)
+    if seed is not None:
+        cfg.algorithm.seed = algorithm["seed"] = int(seed)
+    (out / "config.json").write_text(json.dumps(cfg.raw, indent=2, default=str))
+
+    def save(model: Any, env: Any) -> None:
+        model.save(out / "model.zip")
+        if hasattr(env, "obs_rms"):
+            env.save(str(out / "vecnormalize.pkl"))
+
+    result = train_ppo(
+        cfg.env.id,
+        cfg.sensors,
+        critic=cfg.critic.type,
+        timesteps=cfg.algorithm.timesteps,
+        seed=cfg.algorithm.seed,
+        eval_episodes=cfg.algorithm.eval_episodes,
+        tensorboard_log=str(out / "tb"),
+        callback=callback,
+        progress_bar=progress_bar,
+        eval_every=cfg.algorithm.eval_every,
+        on_model=save,
+        checkpoint_dir=out / "checkpoint",
+        checkpoint_every=checkpoint_every,
+        resume=resume,
+        interruptible=interruptible,
+        **config_train_kwargs(cfg),
+    )
+    (out / "result.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def evaluate_saved(
+    run_dir: str | Path,
+    cfg: Any = None,
+    episodes: int | None = None,
+    seed: int | None = None,
+    config_name: str | None = None,
+) -> dict[str, Any]:
+    """``sensorgym eval``: replay a saved run, under its own sensor config or another one (``cfg``, read
+    from ``config_name``), e.g. trained clean and tested noisy. The observation layout must match the one
+    trained on.
+
+    By default it uses the final score's evaluation seed and episode count (from ``result.json``), so with
+    the run's own config it reproduces that score exactly, and under another config the episodes start
+    from the same initial states (a paired comparison).
+
+    Returns ``eval_return_mean``, ``eval_return_std`` (ddof=1), ``eval_returns``, ``eval_episodes``,
+    ``eval_seed`` and ``trained_score`` (the final score saved at training, or ``None``).
+    """
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from .config import UserError, parse_config
+
+    run_dir = Path(run_dir)
+    fix = "Fix: pass the run directory `sensorgym train --out` wrote (default: sensorgym_outputs/train)."
+    if run_dir.is_file():
+        raise UserError(f"{run_dir} is a file; sensorgym eval needs a run directory. {fix}")
+    if not (run_dir / "model.zip").exists() or not (run_dir / "config.json").exists():
+        what = "does not exist" if not run_dir.exists() else "holds no trained model (model.zip, config.json)"
+        raise UserError(f"run directory {run_dir} {what}. {fix}")
+    trained = parse_config(json.loads((run_dir / "config.json").read_text()))
+    saved = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
+    cfg = cfg or trained
+    seed = seed if seed is not None else saved.get("eval_seed", eval_seed(trained.algorithm.seed))
+    episodes = episodes or saved.get("eval_episodes") or cfg.algorithm.eval_episodes
+    env = make_training_env(
+        cfg.env.id,
+        cfg.sensors,
+        n_envs=cfg.env.n_envs,
+        seed=seed,
+        vectorization_mode=cfg.env.vectorization,
+        **config_env_kwargs(cfg),
+    )
+    model = PPO.load(run_dir / "model.zip", device="cpu")
+    want, got = model.observation_space["policy"].shape, env.observation_space["policy"].shape
+    if want != got:
+        env.close()
+        raise UserError(
+            f"{config_name or 'the eval config'}: its policy sensors give observations of shape {got}, "
+            f"the model in {run_dir} was trained on {want}. Fix: change only imperfection levels "
+            "(noise, delay, bias, update_period, dropout, [latency], ...), not the policy sensors, their "
+            "index or history_length, nor [policy] age."
+        )
+    if model.observation_space["critic"].shape != env.observation_space["critic"].shape:
+        env = _BlankCritic(env, model.observation_space["critic"])  # the actor never reads it
+    if (run_dir / "vecnormalize.pkl").exists():
+        env = VecNormalize.load(str(run_dir / "vecnormalize.pkl"), env)
+        env.training, env.norm_reward = False, False
+    returns = evaluate(model, env, episodes)
+    env.close()
+    return {
+        "eval_return_mean": float(np.mean(returns)),
+        "eval_return_std": sample_sd(returns),
+        "eval_returns": returns,
+        "eval_episodes": len(returns),
+        "eval_seed": int(seed),
+        "trained_score": saved.get("eval_return_mean"),
+    }

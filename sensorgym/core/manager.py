@@ -1,0 +1,653 @@
+"""``SensorManager``: owns all sensor storage, runs the per-step pipeline, serves reads and state.
+
+Example:
+    >>> import torch, sensorgym as sg
+    >>> mgr = sg.SensorManager(num_envs=2, dt=0.02, seed=0)
+    >>> gyro = mgr.add_sensor(sg.StateSensorOptions(key="gyro", shape=(3,), delay=0.04, history_length=2))
+    >>> ramp = lambda t: {"gyro": torch.full((2, 3), float(t))}
+    >>> mgr.reset(ramp(0))
+    >>> for t in range(1, 4):
+    ...     mgr.step(ramp(t))
+    >>> gyro.read()[0, :, 0].tolist(), gyro.read_ground_truth(history_length=0)[0, 0].item()
+    ([1.0, 0.0], 3.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from .metadata import SensorMetadata
+from .options import SensorOptions, SimpleSensorOptions
+from .ring import Clock
+from .rng import BatchRandom, PerEnvRandom, RandomSource
+from .sensor import Sensor, _overrides, normalize_format, reads_timeline
+from .storage import ClassStorage, DtypeGroup
+from .values import as_int, as_real
+
+if TYPE_CHECKING:
+    from .accel import CapturedStep
+
+__all__ = ["SensorManager"]
+
+
+def _known_empty(envs: Any) -> bool:
+    """True when ``envs`` (a mask or indices) selects no env and saying so costs no device sync.
+
+    Masks on the host are checked; a mask on an accelerator is passed on untouched, so the step stays
+    free of host-device synchronisation (the masked work then simply selects nothing).
+    """
+    if envs is None:
+        return True
+    if torch.is_tensor(envs):
+        if envs.device.type != "cpu":
+            return False
+        return not bool(envs.any()) if envs.dtype == torch.bool else envs.numel() == 0
+    arr = np.asarray(envs)
+    return not arr.any() if arr.dtype == bool else arr.size == 0
+
+
+#: below this many intermediate elements per step (envs x columns), the CPU step runs on one thread by
+#: default: its ops are too small for threads to pay off, and under contention they wait on each other
+#: (benchmarks/bench_contention.py)
+MULTITHREAD_ELEMENTS = 1 << 22
+
+
+class SensorManager:
+    """Batched sensors for ``num_envs`` parallel environments stepped every ``dt`` seconds.
+
+    Args:
+        num_envs: batch size ``B``.
+        dt: control step in seconds (the time between two :meth:`step` calls).
+        device: where every buffer lives (``"cpu"``, ``"cuda"``, ...); states may come from anywhere.
+        seed: seeds the one ``torch.Generator`` behind noise, jitter and randomization
+            (None: nondeterministic).
+        per_env_rng: give every env its own generator (env ``b`` seeded with ``seed + b``) so an env's
+            numbers do not depend on the batch it runs in; slower (a loop over envs), for
+            reproducibility and reference tests. See :mod:`sensorgym.core.rng`.
+        compile: run the default hardware imperfections of each class as one ``torch.compile``-fused
+            kernel (same numbers, bit for bit; the first steps compile). See :mod:`sensorgym.core.accel`;
+            for CUDA graphs of the whole step see :meth:`capture_cuda_graph`.
+        num_threads: torch intra-op threads for :meth:`reset`/:meth:`step` on the CPU. ``None`` (default):
+            one thread while the step's work (envs x intermediate columns) is below
+            :data:`MULTITHREAD_ELEMENTS`, torch's global setting above it; ``0``: torch's global setting
+            always (the behaviour before this option); ``k``: ``k`` threads. The setting is applied for the
+            duration of the call and restored after it, so the user's global setting is never changed
+            behind their back. Why one thread: the step is many small ops, and with another process on the
+            machine each multi-threaded op waits on an OpenMP barrier for a descheduled thread (measured on
+            2 cores next to one busy process: a B=64 step took 85x its single-threaded time). Numbers are
+            bit-identical whatever the setting. See docs/performance.md (contention).
+
+    See the module docstring for a runnable example.
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        dt: float,
+        device: str | torch.device = "cpu",
+        seed: int | None = None,
+        per_env_rng: bool = False,
+        compile: bool = False,
+        num_threads: int | None = None,
+    ) -> None:
+        n, step = as_int(num_envs), as_real(dt)
+        threads = None if num_threads is None else as_int(num_threads)
+        if num_threads is not None and (threads is None or threads < 0):
+            raise ValueError(
+                f"SensorManager(num_threads={num_threads!r}): expected None (automatic), 0 (torch's global "
+                "setting) or a number of threads >= 1. Fix: leave it out, or pass e.g. num_threads=1."
+            )
+        if n is None or n < 1:
+            raise ValueError(f"SensorManager(num_envs={num_envs!r}): num_envs must be an int >= 1.")
+        if step is None or not math.isfinite(step) or step <= 0:
+            raise ValueError(
+                f"SensorManager(dt={dt!r}): dt is the control step in seconds and must be > 0. "
+                "Fix: pass e.g. dt=0.02 (50 Hz)."
+            )
+        self.num_envs = n
+        self.dt = step
+        self.compile = bool(compile)
+        self.device = torch.device(device)
+        self.num_threads = threads
+        self._step_threads = 0  # decided at build from the work size: 0 = leave torch's setting alone
+        self.random: RandomSource = (
+            PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
+        )
+        self.generator = self.random.generator
+        # a single generator ignores env rows, so a dtype's draws can be one call over the whole buffer
+        self._one_draw = isinstance(self.random, BatchRandom)
+        self.clock = Clock()
+        self.sensors: list[Sensor] = []
+        self._names: set[str] = set()
+        self._built = False
+        self._groups: dict[torch.dtype, DtypeGroup] = {}
+        self._stores: dict[type, ClassStorage] = {}
+        self._all_rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        self._saved: list[torch.Tensor] = []
+        # the clock value at each env's last reset: steps since the reset = clock.t - episode_start
+        self.episode_start = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+
+    # -- configuration ---------------------------------------------------------------------------------
+    def seed(self, seed: int | None) -> None:
+        """Reseed the manager's random source (None: from OS entropy)."""
+        self.random.seed(seed)
+
+    def add_sensor(self, options: SensorOptions, name: str | None = None) -> Sensor:
+        """Create the sensor registered for ``type(options)``; returns its handle."""
+        if self._built:
+            raise RuntimeError(
+                "add_sensor() after build: the storage layout is fixed once the manager is built "
+                "(by build() or the first reset()). Fix: add every sensor before the first reset."
+            )
+        if not isinstance(options, SensorOptions):
+            raise TypeError(
+                f"add_sensor expects a SensorOptions instance, got {type(options).__name__}. Fix: pass "
+                "e.g. sg.StateSensorOptions(key='obs')."
+            )
+        cls = Sensor.registered_class(type(options))
+        name = name if name is not None else f"{cls.__name__}_{len(self.sensors)}"
+        if name in self._names:
+            raise ValueError(f"add_sensor(name={name!r}): a sensor with this name already exists.")
+        sensor = cls(options, self, name)
+        self._names.add(name)
+        self.sensors.append(sensor)
+        return sensor
+
+    @property
+    def is_built(self) -> bool:
+        return self._built
+
+    def build(self, state: Any = None) -> None:
+        """Lay out and allocate every buffer. Optional: the first :meth:`reset` builds with its state
+        (which lets sensors infer shapes)."""
+        if self._built:
+            return
+        if not self.sensors:
+            raise RuntimeError("build(): no sensors were added. Fix: call add_sensor(...) first.")
+        by_class: dict[type, list[Sensor]] = {}
+        for s in self.sensors:
+            by_class.setdefault(type(s), []).append(s)
+        layout: dict[torch.dtype, list[tuple[type, int]]] = {}
+        rinfo: dict[type, tuple[torch.dtype, int]] = {}
+        for cls, sensors in by_class.items():
+            icol = rcol = 0
+            for j, s in enumerate(sensors):
+                s._on_build(state)
+                ifields = normalize_format(
+                    s._get_intermediate_format(), f"{cls.__name__}._get_intermediate_format"
+                )
+                rfields = normalize_format(s._get_return_format(), f"{cls.__name__}._get_return_format")
+                iw, rw = sum(math.prod(f) for f in ifields), sum(math.prod(f) for f in rfields)
+                s.index = j
+                s.cache_slice, s.return_slice = slice(icol, icol + iw), slice(rcol, rcol + rw)
+                icol, rcol = icol + iw, rcol + rw
+            idtype, rdtype = cls._get_intermediate_dtype(), cls._get_cache_dtype()
+            for what, dt in (("_get_intermediate_dtype", idtype), ("_get_cache_dtype", rdtype)):
+                if not isinstance(dt, torch.dtype):
+                    raise TypeError(f"{cls.__name__}.{what}() must return a torch.dtype, got {dt!r}")
+            layout.setdefault(idtype, []).append((cls, icol))
+            rinfo[cls] = (rdtype, rcol)
+        for idtype, entries in layout.items():
+            # classes with timeline rings first, so the rings cover one leading column span
+            entries.sort(key=lambda e: not reads_timeline(e[0]))
+            ring_cols = sum(w for c, w in entries if reads_timeline(c))
+            depth = max([c.timeline_depth for c, _ in entries if reads_timeline(c)] or [1])
+            group = DtypeGroup(
+                idtype,
+                sum(w for _, w in entries),
+                ring_cols,
+                max(1, depth),
+                self.num_envs,
+                self.device,
+                self.clock,
+            )
+            self._groups[idtype] = group
+            start = 0
+            for cls, width in entries:
+                sensors = by_class[cls]
+                param_dtype = None
+                if any(isinstance(s.options, SimpleSensorOptions) for s in sensors):
+                    param_dtype = idtype if idtype.is_floating_point else None
+                md = SensorMetadata(
+                    cls,
+                    sensors,
+                    self.num_envs,
+                    self.dt,
+                    self.device,
+                    self.random,
+                    [s.cache_slice.stop - s.cache_slice.start for s in sensors],
+                    param_dtype,
+                )
+                md.compiled = self.compile
+                cls._init_metadata(md)
+                rdtype, rcols = rinfo[cls]
+                st = ClassStorage(
+                    cls,
+                    sensors,
+                    md,
+                    group,
+                    slice(start, start + width),
+                    rdtype,
+                    rcols,
+                    _overrides(cls, "_post_process"),
+                    self.clock,
+                )
+                for s in sensors:
+                    s._storage = st
+                self._stores[cls] = st
+                start += width
+        # keep the class order of first appearance
+        self._stores = {cls: self._stores[cls] for cls in by_class}
+        self._built = True
+        self._step_threads = self._decide_threads()
+        self._any_raise = any(s.options.nan_policy == "raise" for s in self.sensors)
+        self._plan_draws()
+
+    def _plan_draws(self) -> None:
+        """One standard-normal draw per dtype per step covers every class that needs noise or drift."""
+        for group in self._groups.values():
+            users = [
+                st
+                for st in self._stores.values()
+                if st.group is group
+                and st.md.has_component_params
+                and (st.md.has_noise or st.md.has_random_walk)
+            ]
+            if not users:
+                group.draws = None
+                continue
+            lo = min(st.islice.start for st in users)
+            hi = max(st.islice.stop for st in users)
+            if group.draws is None or group.draws.shape[2] != hi - lo or group.draw_start != lo:
+                group.draws = torch.zeros(2, self.num_envs, hi - lo, dtype=group.dtype, device=self.device)
+                group.draw_start = lo
+            # class-major like the buffers: each class's draws are contiguous (B, c) blocks
+            group.draw_views = []
+            b = self.num_envs
+            for st in users:
+                start, stop = st.islice.start - lo, st.islice.stop - lo
+                view = group.draws.view(2, -1)[:, b * start : b * stop].view(2, b, stop - start)
+                st.md.noise_draw, st.md.random_walk_draw = view[0], view[1]
+                group.draw_views.append(view)
+
+    # -- stepping --------------------------------------------------------------------------------------
+    def reset(self, state: Any, envs_idx: Any = None) -> None:
+        """Start a new episode for the given envs (all by default; a bool mask or indices): resample their
+        randomized options and re-capture a snapshot for them only, without advancing the others."""
+        if not self._built:
+            self.build(state)
+        mask = self._to_mask(envs_idx, "envs_idx")
+        self._check_state(state)
+        if envs_idx is not None and _known_empty(envs_idx):
+            return  # nothing to reset (checked on the host: no device sync)
+        self._threaded_capture(state, mask, advancing=False)
+
+    def step(self, state: Any, reset_mask: Any = None) -> None:
+        """One control step for every env. ``reset_mask`` (optional, bool (B,) or indices) marks envs
+        whose ``state`` is the first of a new episode (e.g. a gymnasium autoreset): they are reset as part
+        of this step instead of needing a separate :meth:`reset`."""
+        if not self._built:
+            raise RuntimeError(
+                "step() before reset(): the manager captures the first snapshot of each episode at "
+                "reset. Fix: call mgr.reset(state) once before stepping."
+            )
+        mask = None if _known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
+        self._check_state(state)
+        self.clock.tick()
+        self._threaded_capture(state, mask, advancing=True)
+
+    def _decide_threads(self) -> int:
+        """The intra-op thread count :meth:`step` runs with; 0 leaves torch's global setting alone."""
+        if self.device.type != "cpu" or self.num_threads == 0:
+            return 0
+        if self.num_threads is not None:
+            return self.num_threads
+        work = self.num_envs * sum(group.cols for group in self._groups.values())
+        return 1 if work < MULTITHREAD_ELEMENTS else 0
+
+    def _threaded_capture(self, state: Any, mask: torch.Tensor | None, advancing: bool) -> None:
+        """:meth:`_capture` under the step's intra-op thread count (see ``num_threads``), restored after."""
+        threads = self._step_threads
+        previous = torch.get_num_threads() if threads else 0
+        if previous == threads:
+            self._capture(state, mask, advancing)
+            return
+        torch.set_num_threads(threads)
+        try:
+            self._capture(state, mask, advancing)
+        finally:
+            torch.set_num_threads(previous)
+
+    def capture_cuda_graph(self, state: Mapping[str, torch.Tensor]) -> CapturedStep:
+        """CUDA graphs of :meth:`step` (one per ring-clock phase) for states shaped like ``state``; returns
+        a callable ``step(state, reset_mask=None)`` equal to :meth:`step` bit for bit. See
+        :mod:`sensorgym.core.accel`."""
+        from .accel import CapturedStep
+
+        return CapturedStep(self, state)
+
+    def _check_state(self, state: Any) -> None:
+        for st in self._stores.values():
+            st.cls._check_state(state, st.md)
+
+    def _capture(self, state: Any, mask: torch.Tensor | None, advancing: bool) -> None:
+        # A reset must leave the envs it does not reset untouched, and a failed step (e.g.
+        # nan_policy="raise") must not lose captured snapshots: both save the rows a capture writes.
+        keep = None
+        if not advancing or self._any_raise:
+            keep = [self.episode_start]
+            for st in self._stores.values():
+                keep += st.row_state()
+                if mask is not None and self._any_raise:
+                    # resampling writes only the reset rows; their old values matter only if the
+                    # capture can fail half-way (nan_policy="raise") and must be undone
+                    keep += st.parameter_tensors()
+            self._save(keep)
+            rng_state = self.random.get_state()  # a failed capture must not consume random numbers
+        try:
+            rows = None if advancing else mask  # the envs this capture is for
+            if mask is not None:
+                self.episode_start.masked_fill_(mask, self.clock.t)
+            for st in self._stores.values():
+                st.md.reset_mask, st.md.advancing, st.md.capture_rows = mask, advancing, rows
+                if mask is not None:
+                    st.md.resample(mask)
+                    if st.sampler is not None:
+                        st.sampler.resample(mask)
+                    st.cls._reset_envs(st.md, mask)
+            for group in self._groups.values():
+                if group.draws is None:
+                    continue
+                if self._one_draw:  # one generator: the whole dtype's draws in one call
+                    self.random.normal_(group.draws, rows, 1)
+                else:  # per-env generators draw by env row, which is per class in this layout
+                    for view in group.draw_views:
+                        self.random.normal_(view, rows, 1)
+            for st in self._stores.values():
+                st.capture(state, mask)
+            if not advancing:
+                self._restore(keep, mask)
+        except BaseException:
+            if keep is not None:
+                self._restore(keep, torch.zeros_like(self._all_rows))
+                self.random.set_state(rng_state)
+                for st in self._stores.values():
+                    st.md.refresh_derived()
+                    if st.sampler is not None:
+                        st.sampler.refresh_derived()
+            if advancing:
+                self.clock.t -= 1
+            raise
+        finally:
+            for st in self._stores.values():
+                st.md.reset_mask, st.md.advancing, st.md.capture_rows = None, True, None
+
+    def _save(self, tensors: list[torch.Tensor]) -> None:
+        if len(self._saved) != len(tensors) or any(
+            a.shape != b.shape or a.dtype != b.dtype for a, b in zip(self._saved, tensors, strict=True)
+        ):
+            self._saved = [torch.empty_like(t) for t in tensors]
+        for dst, src in zip(self._saved, tensors, strict=True):
+            dst.copy_(src)
+
+    def _restore(self, tensors: list[torch.Tensor], mask: torch.Tensor) -> None:
+        for cur, old in zip(tensors, self._saved, strict=True):
+            rows = mask.view(-1, *([1] * (cur.dim() - 1)))
+            torch.where(rows, cur, old, out=cur)
+
+    def _to_mask(self, envs_idx: Any, what: str) -> torch.Tensor:
+        b = self.num_envs
+        if envs_idx is None:
+            return self._all_rows
+        if torch.is_tensor(envs_idx):
+            t = envs_idx
+        else:
+            arr = np.asarray(envs_idx)
+            if arr.dtype == object or not (
+                arr.dtype == bool or np.issubdtype(arr.dtype, np.integer) or arr.size == 0
+            ):
+                raise TypeError(
+                    f"{what}={envs_idx!r}: expected a bool mask of shape ({b},) or env indices. Fix: "
+                    "pass e.g. np.array([True, False, ...]) or [0, 3]."
+                )
+            t = torch.from_numpy(arr.astype(np.int64) if arr.size == 0 else arr)
+        if t.dtype == torch.bool:
+            if t.shape != (b,):
+                raise ValueError(
+                    f"{what}: bool mask has shape {tuple(t.shape)} but num_envs={b}. Fix: pass a mask "
+                    f"of shape ({b},)."
+                )
+            return t.to(self.device)
+        if t.dtype.is_floating_point or t.dtype.is_complex:
+            raise TypeError(f"{what}: env indices must be integers, got dtype {t.dtype}.")
+        t = t.reshape(-1).to(torch.long)
+        if t.numel() and (int(t.min()) < 0 or int(t.max()) >= b):
+            raise ValueError(
+                f"{what}: env indices {t.tolist()} out of range for num_envs={b}. Fix: use indices in "
+                f"[0, {b - 1}]."
+            )
+        mask = torch.zeros(b, dtype=torch.bool, device=self.device)
+        mask[t.to(self.device)] = True
+        return mask
+
+    def _to_rows(self, envs_idx: Any) -> torch.Tensor:
+        return torch.nonzero(self._to_mask(envs_idx, "envs_idx")).flatten()
+
+    # -- reads -----------------------------------------------------------------------------------------
+    def _require_built(self, what: str) -> None:
+        if not self._built:
+            raise RuntimeError(f"{what} before the manager was built. Fix: call mgr.reset(state) first.")
+
+    def _read(self, sensor: Sensor, history_length: int | None, ground_truth: bool) -> Any:
+        self._require_built("read()")
+        st: ClassStorage = sensor._storage
+        n_max = sensor.options.history_length
+        n = n_max if history_length is None else history_length
+        n = as_int(n)
+        if n is None or n < 0:
+            raise ValueError(f"read(history_length={history_length!r}): expected an int >= 0.")
+        if n > n_max:
+            raise ValueError(
+                f"read(history_length={n}) on sensor {sensor.name!r}: only {n_max} reads of history are "
+                f"kept. Fix: set history_length={n} in its options, or read fewer."
+            )
+        if n == 0:
+            cache = st.gt_cache if ground_truth else st.m_cache
+            return sensor._pack(cache[:, sensor.return_slice], (self.num_envs,))
+        ring = st.gt_ring if ground_truth else st.hist
+        return sensor._pack(ring.history(n, sensor.return_slice), (self.num_envs, n))
+
+    def _read_age(self, sensor: Sensor) -> torch.Tensor:
+        """``(B,)`` float32 seconds since the sample behind ``sensor.read()`` was taken (SPEC 2.8)."""
+        self._require_built("read_age()")
+        st: ClassStorage = sensor._storage
+        steps = self.clock.t - self.episode_start  # steps since each env's reset
+        shift = st.current_shift(sensor.index)
+        if st.sampler is not None:
+            taken = st.sampler.sample_step(sensor.index, shift, self.clock.t)
+        else:  # every snapshot is a sample; padding shows the reset sample (step 0)
+            taken = (steps - shift).clamp_(min=0)
+        return ((steps - taken).to(torch.float64) * self.dt).to(torch.float32)
+
+    def read_sensors(self, ground_truth: bool = False) -> dict[type, torch.Tensor]:
+        """``{SensorClass: (B, [H,] cols)}`` new tensors; ``H`` is the class's longest history."""
+        self._require_built("read_sensors()")
+        out = {}
+        for cls, st in self._stores.items():
+            if st.H:
+                out[cls] = (st.gt_ring if ground_truth else st.hist).history(st.H)
+            else:
+                out[cls] = (st.gt_cache if ground_truth else st.m_cache).clone()
+        return out
+
+    def metadata(self, sensor_cls: type) -> SensorMetadata:
+        self._require_built("metadata()")
+        return self._stores[sensor_cls].md
+
+    def storage(self, sensor_cls: type) -> ClassStorage:
+        self._require_built("storage()")
+        return self._stores[sensor_cls]
+
+    # -- randomization and setters ---------------------------------------------------------------------
+    def _read_randomization(self, sensor: Sensor) -> dict[str, torch.Tensor]:
+        self._require_built("read_randomization()")
+        st: ClassStorage = sensor._storage
+        out = st.md.randomization(sensor)
+        if st.sampler is not None:
+            out.update(st.sampler.randomization(sensor.index))
+        return out
+
+    def randomization_names(self) -> list[str]:
+        """Column names of :meth:`read_randomization`: ``"<sensor>.<field>"`` for delay and jitter (one
+        value per sensor), ``"<sensor>.<field>[<component>]"`` for the per-component options."""
+        self._require_built("randomization_names()")
+        names = []
+        for s in self.sensors:
+            for f, comps in s._storage.md.randomized_components(s).items():
+                names += (
+                    [f"{s.name}.{f}"] if f in ("delay", "jitter") else [f"{s.name}.{f}[{c}]" for c in comps]
+                )
+            sampler = s._storage.sampler
+            if sampler is not None:
+                names += [f"{s.name}.{f}" for f in sampler.randomized.get(s.index, [])]
+        return names
+
+    def read_randomization(self) -> torch.Tensor:
+        """``(B, P)`` float32: every randomized option's current per-env value (for a critic)."""
+        self._require_built("read_randomization()")
+        parts = [v for s in self.sensors for v in s.read_randomization().values()]
+        if not parts:
+            return torch.zeros(self.num_envs, 0, device=self.device)
+        return torch.cat(parts, dim=1)
+
+    def _set_component_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
+        self._require_built(f"set_{name}()")
+        sensor._storage.md.set_component(sensor, name, value, self._to_rows(envs_idx))
+        self._plan_draws()
+
+    def _set_time_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
+        self._require_built(f"set_{name}()")
+        st = sensor._storage
+        st.md.set_time(sensor, name, value, self._to_rows(envs_idx), st.max_shift)
+
+    # -- persistence -----------------------------------------------------------------------------------
+    #: version of :meth:`state_dict`'s format (3: class-major buffers and the sensors' options; 4: the
+    #: sampler state of SPEC 2.8 and each env's episode start)
+    STATE_VERSION = 4
+
+    def _layout(self) -> list[tuple[str, list[str], int, int]]:
+        return [
+            (cls.__qualname__, [s.name for s in st.sensors], st.islice.stop - st.islice.start, st.rcols)
+            for cls, st in self._stores.items()
+        ]
+
+    def _sensor_records(self) -> list[dict[str, Any]]:
+        """Name, class and options (each field as its exact ``repr``) of every sensor, in order: plain
+        strings, so a checkpoint loads with ``torch.load(weights_only=True)``."""
+        return [
+            {
+                "name": s.name,
+                "class": type(s).__qualname__,
+                "options": {f.name: repr(getattr(s.options, f.name)) for f in dataclasses.fields(s.options)},
+            }
+            for s in self.sensors
+        ]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue bit-identically: rings, index, accumulators, parameters, RNG,
+        and the sensors' options (checked on load). Only tensors, numbers and strings: it loads with
+        ``torch.load(..., weights_only=True)``."""
+        self._require_built("state_dict()")
+        return {
+            "version": self.STATE_VERSION,
+            "num_envs": self.num_envs,
+            "dt": self.dt,
+            "t": self.clock.t,
+            "episode_start": self.episode_start.clone(),
+            "generator": self.random.get_state(),
+            "sensors": self._sensor_records(),
+            "layout": self._layout(),
+            "groups": {
+                str(d): {k: v.clone() for k, v in g.state_tensors().items()} for d, g in self._groups.items()
+            },
+            "classes": {
+                cls.__qualname__: {
+                    "tensors": {k: v.clone() for k, v in st.state_tensors().items()},
+                    "flags": st.md.flags(),
+                }
+                for cls, st in self._stores.items()
+            },
+        }
+
+    def _check_compatible(self, saved: Mapping[str, Any]) -> None:
+        """Refuse a state dict of another configuration with a ``ValueError`` naming what differs."""
+        fix = "Fix: build the manager with the same num_envs, dt and sensors (same order and options)."
+        version = saved.get("version") if isinstance(saved, Mapping) else None
+        if version != self.STATE_VERSION:
+            raise ValueError(
+                f"load_state_dict: the checkpoint has format version {version!r}; this sensorgym reads "
+                f"version {self.STATE_VERSION}. Fix: save the checkpoint again with this version."
+            )
+        for field in ("num_envs", "dt"):
+            if saved[field] != getattr(self, field):
+                raise ValueError(
+                    f"load_state_dict: {field} differs: the checkpoint has {field}={saved[field]!r}, this "
+                    f"manager {field}={getattr(self, field)!r}. {fix}"
+                )
+        mine, theirs = self._sensor_records(), saved["sensors"]
+        names = [r["name"] for r in mine]
+        saved_names = [r["name"] for r in theirs]
+        if names != saved_names:
+            raise ValueError(
+                f"load_state_dict: the sensor set differs: the checkpoint has sensors {saved_names}, this "
+                f"manager {names}. {fix}"
+            )
+        for a, b in zip(mine, theirs, strict=True):
+            if a["class"] != b["class"]:
+                raise ValueError(
+                    f"load_state_dict: sensor {a['name']!r} is a {b['class']} in the checkpoint but a "
+                    f"{a['class']} here. {fix}"
+                )
+            for field in sorted(set(a["options"]) | set(b["options"])):
+                mine_v, saved_v = a["options"].get(field, "<absent>"), b["options"].get(field, "<absent>")
+                if mine_v != saved_v:
+                    raise ValueError(
+                        f"load_state_dict: sensor {a['name']!r} option {field!r} differs: the checkpoint "
+                        f"has {field}={saved_v}, this manager {field}={mine_v}. {fix}"
+                    )
+        layout = [tuple(x) for x in saved["layout"]]
+        for (cls, names_a, iw, rw), (_, _, iw_b, rw_b) in zip(self._layout(), layout, strict=True):
+            if (iw, rw) != (iw_b, rw_b):
+                raise ValueError(
+                    f"load_state_dict: the sensors {names_a} ({cls}) have {iw} columns here but {iw_b} in "
+                    "the checkpoint (a shape inferred from the state differs). Fix: give the sensors "
+                    "explicit shapes, or build from the same env."
+                )
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict` into a manager with the same configuration (built by reset/build);
+        a checkpoint of another configuration is refused with a ``ValueError`` naming the difference."""
+        self._require_built("load_state_dict()")
+        self._check_compatible(state_dict)
+        for d, g in self._groups.items():
+            for k, v in g.state_tensors().items():
+                v.copy_(state_dict["groups"][str(d)][k])
+        for cls, st in self._stores.items():
+            saved = state_dict["classes"][cls.__qualname__]
+            for k, v in st.state_tensors().items():
+                v.copy_(saved["tensors"][k])
+            for k, v in saved["flags"].items():
+                setattr(st.md, k, v)
+            st.md.refresh_derived()
+            if st.sampler is not None:
+                st.sampler.refresh_derived()
+        self.episode_start.copy_(state_dict["episode_start"])
+        self.clock.t = int(state_dict["t"])
+        self.random.set_state(state_dict["generator"])
+        self._plan_draws()

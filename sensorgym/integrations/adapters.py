@@ -1,0 +1,289 @@
+"""Shared plumbing of the RL-library adapters (SB3, rsl_rl, skrl, rl_games).
+
+* :func:`resolve_critic_input`: the one critic-input option every adapter takes, ``critic_input``: the
+  observation keys the critic reads, ``("policy", "critic")`` (default) or ``("critic",)``.
+* :class:`SameStepStepper`: rsl_rl, skrl and rl_games expect the observation after a finished episode to
+  be the reset observation of the next one (same-step autoreset). The stepper provides exactly that from a
+  Gymnasium vector env in ``SAME_STEP`` mode (native) or ``DISABLED`` mode (it resets finished envs with
+  ``reset_mask``), hands everything over as torch tensors on one device, and also returns the **terminal**
+  observation of every finished env, which truncated episodes must be bootstrapped from.
+* :class:`EpisodeClock`: the wrapped env's own per-env step counter and time limit (read and written),
+  so a library's randomized episode starts really shorten the env's episodes.
+
+Example:
+    >>> import gymnasium as gym, sensorgym as sg, torch
+    >>> from sensorgym.wrappers import make_sensor_vec
+    >>> from sensorgym.integrations.adapters import SameStepStepper
+    >>> envs = make_sensor_vec("Pendulum-v1", 2, {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])},
+    ...                        autoreset_mode="SameStep", seed=0)
+    >>> stepper = SameStepStepper(envs, "example")
+    >>> obs = stepper.reset(seed=0)
+    >>> obs["policy"].dtype, obs["critic"].shape
+    (torch.float32, torch.Size([2, 5]))
+    >>> out = stepper.step(torch.zeros(2, 1))
+    >>> torch.equal(out.terminal_obs["critic"], out.obs["critic"])  # nothing finished yet
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+__all__ = [
+    "DEFAULT_CRITIC_INPUT",
+    "EpisodeClock",
+    "SameStepStepper",
+    "StepResult",
+    "critic_space",
+    "critic_tensor",
+    "resolve_critic_input",
+    "to_torch",
+]
+
+#: what every adapter's critic reads by default: the measured readings and the privileged part
+DEFAULT_CRITIC_INPUT: tuple[str, ...] = ("policy", "critic")
+_KEYS = ("policy", "critic")
+
+
+def resolve_critic_input(critic_input: str | Sequence[str], who: str) -> tuple[str, ...]:
+    """Validate a ``critic_input`` option: a key or an ordered sequence of keys of ``("policy", "critic")``.
+
+    ``"critic"`` and ``"policy+critic"`` are accepted as short forms.
+    """
+    if isinstance(critic_input, str):
+        critic_input = tuple(critic_input.split("+"))
+    keys = tuple(critic_input)
+    if not keys or any(k not in _KEYS for k in keys) or len(set(keys)) != len(keys):
+        raise ValueError(
+            f"{who}: critic_input={critic_input!r}: expected distinct keys of {_KEYS}. Fix: pass "
+            "critic_input=('policy', 'critic') (the default: measured readings + privileged part) or "
+            "critic_input=('critic',) (privileged part only)."
+        )
+    return keys
+
+
+def critic_space(space: gym.spaces.Dict, critic_input: Sequence[str]) -> gym.spaces.Box:
+    """The flat Box of ``critic_input``'s keys of a ``{"policy", "critic"}`` space, concatenated in order."""
+    parts = [space[k] for k in critic_input]
+    if len(parts) == 1:
+        return parts[0]
+    low = np.concatenate([np.broadcast_to(p.low, p.shape).reshape(-1) for p in parts])
+    high = np.concatenate([np.broadcast_to(p.high, p.shape).reshape(-1) for p in parts])
+    return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+
+
+def critic_tensor(obs: Mapping[str, torch.Tensor], critic_input: Sequence[str]) -> torch.Tensor:
+    """``critic_input``'s keys of a batched observation, flattened and concatenated (a new tensor only when
+    there is more than one key)."""
+    if len(critic_input) == 1:
+        return obs[critic_input[0]]
+    return torch.cat([obs[k].flatten(1) for k in critic_input], dim=1)
+
+
+def to_torch(x: Any, device: torch.device, dtype: torch.dtype | None = None) -> Any:
+    """Arrays (or mappings of them) as torch tensors on ``device``."""
+    if isinstance(x, Mapping):
+        return {k: to_torch(v, device, dtype) for k, v in x.items()}
+    t = x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x))
+    return t.to(device=device, dtype=dtype) if dtype is not None else t.to(device)
+
+
+def host_mask(mask: Any) -> np.ndarray:
+    """A numpy bool copy of a mask that may be a torch tensor on any device (never handed to numpy)."""
+    if torch.is_tensor(mask):
+        return mask.detach().to("cpu").numpy().astype(bool)
+    return np.array(mask, dtype=bool, copy=True)
+
+
+class StepResult(NamedTuple):
+    """One step of :class:`SameStepStepper`, all torch tensors on the stepper's device."""
+
+    obs: dict[str, torch.Tensor]  #: next observation (the reset observation for finished envs)
+    rewards: torch.Tensor  #: ``(B,)`` float32
+    terminated: torch.Tensor  #: ``(B,)`` bool
+    truncated: torch.Tensor  #: ``(B,)`` bool
+    info: dict[str, Any]  #: the vector env's info
+    terminal_obs: dict[str, torch.Tensor]  #: ``obs`` with finished envs' rows replaced by their terminal one
+
+
+class SameStepStepper:
+    """Drive a ``SAME_STEP`` or ``DISABLED`` vector env as a same-step autoreset env, in torch.
+
+    Args:
+        venv: a vector env whose observation is ``{"policy", "critic"}`` (e.g. a ``SensorObservation``).
+        who: the adapter's name, for error messages.
+        device: device of the returned tensors (default: the env's device, else CPU).
+
+    See the module docstring for an example.
+    """
+
+    def __init__(self, venv: VectorEnv, who: str, device: str | torch.device | None = None) -> None:
+        mode = AutoresetMode(venv.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+        if mode is AutoresetMode.NEXT_STEP:
+            raise ValueError(
+                f"{who}: the env resets in NEXT_STEP mode, which would feed the learner a fake transition "
+                "into every reset observation. Fix: build it with autoreset_mode=AutoresetMode.SAME_STEP "
+                "(or DISABLED)."
+            )
+        space = venv.single_observation_space
+        if not isinstance(space, gym.spaces.Dict) or not set(_KEYS) <= set(space.spaces):
+            raise TypeError(
+                f"{who}: the env's observation space must be a Dict with 'policy' and 'critic' keys, got "
+                f"{space}. Fix: wrap the vector env with sensorgym.wrappers.SensorObservation first."
+            )
+        self.venv, self.mode, self.who = venv, mode, who
+        if device is None:
+            device = getattr(venv.unwrapped, "device", None) or "cpu"
+        self.device = torch.device(device)
+        self._numpy_actions = not hasattr(venv.unwrapped, "device")
+
+    def reset(self, seed: int | None = None) -> dict[str, torch.Tensor]:
+        obs, _ = self.venv.reset(seed=seed)
+        return to_torch(obs, self.device)
+
+    def step(self, actions: torch.Tensor) -> StepResult:
+        """One step; finished envs' ``obs`` rows are the reset observation of their next episode, their
+        ``terminal_obs`` rows the last observation of the episode that finished."""
+        a = actions.detach().cpu().numpy() if self._numpy_actions else actions
+        obs, rewards, terminated, truncated, info = self.venv.step(a)
+        term = to_torch(terminated, self.device, torch.bool)
+        trunc = to_torch(truncated, self.device, torch.bool)
+        done = host_mask(term | trunc)
+        if not done.any():
+            obs = to_torch(obs, self.device)
+            return StepResult(obs, to_torch(rewards, self.device, torch.float32), term, trunc, info, obs)
+        if self.mode is AutoresetMode.DISABLED:
+            terminal = to_torch(obs, self.device)
+            obs, _ = self.venv.reset(options={"reset_mask": done.copy()})
+            obs = to_torch(obs, self.device)
+        else:
+            obs = to_torch(obs, self.device)
+            terminal = self._terminal(obs, info, done)
+        return StepResult(obs, to_torch(rewards, self.device, torch.float32), term, trunc, info, terminal)
+
+    def _terminal(
+        self, obs: dict[str, torch.Tensor], info: Mapping, done: np.ndarray
+    ) -> dict[str, torch.Tensor]:
+        final = info.get("final_obs")
+        if final is None:
+            raise RuntimeError(
+                f"{self.who}: a SAME_STEP env finished an episode without info['final_obs']; the terminal "
+                "observation is lost. Fix: return it (gymnasium's Sync/Async vector envs do)."
+            )
+        rows = host_mask(info.get("_final_obs", done)) & done
+        if isinstance(final, np.ndarray) and final.dtype == object:  # Sync/Async: one dict per env
+            out = {k: v.clone() for k, v in obs.items()}
+            for i in np.flatnonzero(rows):
+                for k in out:
+                    out[k][i] = torch.as_tensor(np.asarray(final[i][k]), device=self.device)
+            return out
+        mask = torch.as_tensor(rows, device=self.device)
+        out = {}
+        for k, v in obs.items():
+            f = to_torch(final[k], self.device, v.dtype)
+            out[k] = torch.where(mask.view(-1, *([1] * (v.dim() - 1))), f, v)
+        return out
+
+
+# -- the env's own episode clock -----------------------------------------------------------------------
+class EpisodeClock:
+    """The wrapped env's per-env episode step counter and time limit, read and written in place.
+
+    Found, in this order: a natively batched env's ``episode_length_buf`` / ``max_episode_length`` (Isaac
+    Lab's names) or ``steps`` / ``max_episode_steps`` (sensorgym's batched envs); the ``TimeLimit`` wrappers
+    of Sync/Async sub-envs (``_elapsed_steps`` / ``_max_episode_steps``). ``found`` is False when the env
+    has none (then the counter is a local one that the env does not read).
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> from sensorgym.integrations.adapters import EpisodeClock
+        >>> envs = gym.make_vec("Pendulum-v1", num_envs=2, vectorization_mode="sync")
+        >>> _ = envs.reset(seed=0)
+        >>> clock = EpisodeClock(envs)
+        >>> clock.max_episode_length, clock.found
+        (200, True)
+        >>> clock.set(torch.tensor([150, 3]))
+        >>> envs.get_attr("_elapsed_steps")
+        (150, 3)
+    """
+
+    _NATIVE = (("episode_length_buf", "max_episode_length"), ("steps", "max_episode_steps"))
+
+    def __init__(self, venv: VectorEnv, max_episode_length: int | None = None) -> None:
+        self.venv, self.num_envs = venv, venv.num_envs
+        self._base = venv.unwrapped
+        self._native: str | None = None
+        self._timelimit = False
+        limit: int | None = None
+        for counter, limit_attr in self._NATIVE:
+            value = getattr(self._base, counter, None)
+            if value is not None and np.shape(value) == (self.num_envs,):
+                self._native = counter
+                limit = getattr(self._base, limit_attr, None)
+                break
+        if self._native is None and hasattr(self._base, "get_attr"):
+            with contextlib.suppress(Exception):
+                limits = set(self._base.get_attr("_max_episode_steps"))
+                if len(limits) == 1 and None not in limits:
+                    limit = int(limits.pop())
+                    self._timelimit = True
+        spec_limit = getattr(getattr(venv, "spec", None), "max_episode_steps", None)
+        limit = limit if limit is not None else spec_limit
+        if max_episode_length is not None and limit is not None and int(max_episode_length) != int(limit):
+            raise ValueError(
+                f"max_episode_length={max_episode_length}, but the env truncates its episodes after {limit} "
+                "steps; time-outs would be reported at the wrong step. Fix: leave max_episode_length unset "
+                "(it is read from the env), or change the env's own time limit."
+            )
+        if max_episode_length is not None:
+            limit = int(max_episode_length)
+        self.max_episode_length = int(limit) if limit is not None else None
+        self._local = torch.zeros(self.num_envs, dtype=torch.long)
+
+    @property
+    def found(self) -> bool:
+        """Whether the env's own counter is read and written (else a local counter)."""
+        return self._native is not None or self._timelimit
+
+    def get(self) -> torch.Tensor:
+        """The per-env episode step counters, ``(B,)`` long."""
+        if self._native is not None:
+            value = getattr(self._base, self._native)
+            return (value if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))).long().clone()
+        if self._timelimit:
+            return torch.as_tensor([int(s or 0) for s in self._base.get_attr("_elapsed_steps")])
+        return self._local.clone()
+
+    def set(self, values: torch.Tensor) -> None:
+        """Write the counters into the env: an env whose counter reaches the limit truncates."""
+        values = torch.as_tensor(values).reshape(self.num_envs)
+        if self._native is not None:
+            current = getattr(self._base, self._native)
+            if torch.is_tensor(current):
+                setattr(self._base, self._native, values.to(device=current.device, dtype=current.dtype))
+            else:
+                setattr(self._base, self._native, values.cpu().numpy().astype(np.asarray(current).dtype))
+        elif self._timelimit:
+            self._base.set_attr("_elapsed_steps", [int(v) for v in values.cpu()])
+        else:
+            warnings.warn(
+                "the env exposes no episode step counter (no TimeLimit in its sub-envs, no "
+                "episode_length_buf/steps on a batched env): setting episode lengths (e.g. rsl_rl's "
+                "init_at_random_ep_len) does not change its episodes.",
+                stacklevel=3,
+            )
+            self._local = values.long().cpu().clone()
+
+    def advance(self, dones: torch.Tensor) -> None:
+        """Keep the local counter (used only when the env has none) in step with the env."""
+        if not self.found:
+            d = dones.detach().cpu().bool()
+            self._local = torch.where(d, torch.zeros_like(self._local), self._local + 1)

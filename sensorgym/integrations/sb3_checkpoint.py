@@ -1,0 +1,207 @@
+"""Checkpoints of an SB3 run through sensorgym: everything to continue training exactly.
+
+:func:`save_checkpoint` writes the model, the ``VecNormalize`` statistics, the replay buffer (off-policy),
+the sensor wrapper's state and the random states; :func:`load_checkpoint` restores them onto a freshly
+built env of the same config, with the algorithm class the run was saved with. sensorgym's own files
+(``sensors.pt``, ``state.pt``) hold only tensors and plain data and load with ``weights_only=True``; the
+third-party files (:data:`CHECKPOINT_PICKLE_FILES`) are pickles: **only load checkpoints you trust**.
+Importing this module needs no SB3; the functions do.
+
+Example:
+    >>> import tempfile, sensorgym as sg
+    >>> from stable_baselines3 import PPO
+    >>> from sensorgym.wrappers import make_sensor_vec
+    >>> from sensorgym.integrations.sb3 import SB3VecEnv
+    >>> from sensorgym.integrations.sb3_checkpoint import load_checkpoint, save_checkpoint
+    >>> def env():
+    ...     return SB3VecEnv(make_sensor_vec("Pendulum-v1", 2, {"angle": sg.StateSensorOptions(
+    ...         key="obs", index=[0, 1], noise=0.05)}, autoreset_mode="SameStep", seed=0))
+    >>> model = PPO("MultiInputPolicy", env(), n_steps=16, batch_size=16, seed=0).learn(32)
+    >>> folder = tempfile.mkdtemp()
+    >>> save_checkpoint(folder, model, model.get_env())
+    >>> again, _ = load_checkpoint(folder, env())
+    >>> type(again).__name__, again.num_timesteps
+    ('PPO', 32)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CHECKPOINT_PICKLE_FILES", "CHECKPOINT_SAFE_FILES", "load_checkpoint", "save_checkpoint"]
+
+
+def _sensor_wrapper(env: Any) -> Any:
+    """The :class:`~sensorgym.wrappers.SensorObservation` inside an SB3 env stack (or ``None``)."""
+    from ..wrappers.vector import SensorObservation
+
+    node = env
+    while node is not None and not isinstance(node, SensorObservation):
+        node = getattr(node, "venv", None)
+    return node
+
+
+#: checkpoint files written by :func:`save_checkpoint`; the ``.pt`` files hold only tensors and plain data
+CHECKPOINT_SAFE_FILES = ("sensors.pt", "state.pt")
+#: third-party formats that unpickle (run code) when loaded: load them only from a checkpoint you trust
+CHECKPOINT_PICKLE_FILES = ("model.zip", "vecnormalize.pkl", "replay_buffer.pkl", "envs.pkl")
+
+
+def save_checkpoint(path: str | Path, model: Any, env: Any) -> None:
+    """Everything to continue training exactly, in the folder ``path``.
+
+    * ``sensors.pt``, ``state.pt``: sensorgym's own state (the sensor wrapper; the algorithm's class, its
+      device, last observation, random states), tensors and plain data only: :func:`load_checkpoint`
+      reads them with ``torch.load(weights_only=True)``, which runs no code from the file.
+    * ``model.zip`` (SB3's format), ``vecnormalize.pkl`` (when normalizing), ``replay_buffer.pkl``
+      (off-policy algorithms) and ``envs.pkl`` (a snapshot of the envs, :mod:`sensorgym.wrappers.checkpoint`)
+      are pickles: loading them runs code they contain, so **load only checkpoints you trust**.
+
+    Works for every SB3 algorithm (PPO, A2C, SAC, TD3, ...).
+    """
+    import random
+
+    import torch
+
+    from .sb3 import to_plain
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save(path / "model.zip")
+    if hasattr(env, "obs_rms"):
+        env.save(str(path / "vecnormalize.pkl"))
+    if getattr(model, "replay_buffer", None) is not None:
+        model.save_replay_buffer(path / "replay_buffer.pkl")
+    sensors = dict(_sensor_wrapper(env).state_dict(include_envs=True))
+    (path / "envs.pkl").write_bytes(sensors.pop("envs"))
+    torch.save(to_plain(sensors), path / "sensors.pt")
+    cls = type(model)
+    state = {
+        "format": 2,
+        "algorithm": f"{cls.__module__}:{cls.__qualname__}",
+        "device": str(model.device),
+        "last_obs": model._last_obs,
+        "last_episode_starts": model._last_episode_starts,
+        "last_original_obs": getattr(model, "_last_original_obs", None),
+        "action_space_rng": model.action_space.np_random.bit_generator.state,
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
+        "numpy_rng": np.random.get_state(),
+        "python_rng": random.getstate(),
+        "num_timesteps": model.num_timesteps,
+        # VecNormalize does not pickle its running discounted returns (reward normalization state)
+        "vecnormalize_returns": getattr(env, "returns", None),
+    }
+    torch.save(to_plain(state), path / "state.pt")
+
+
+def _load_plain(file: Path) -> Any:
+    """A ``.pt`` file of tensors and plain data; anything else (e.g. a pickled object) is refused."""
+    import pickle
+
+    import torch
+
+    from .sb3 import from_plain
+
+    try:
+        return from_plain(torch.load(file, weights_only=True, map_location="cpu"))
+    except pickle.UnpicklingError as e:
+        raise ValueError(
+            f"{file}: refused. It holds more than tensors and plain data (a tampered file, or a checkpoint "
+            "written by an older sensorgym), and loading it would run code stored in it. Fix: train again "
+            "(or re-save the checkpoint with this version from a trusted copy)."
+        ) from e
+
+
+def _algorithm_class(name: str, given: Any) -> Any:
+    import importlib
+
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+    if given is not None:
+        saved = name.rsplit(":", 1)[-1]
+        if given.__qualname__ != saved:
+            raise ValueError(
+                f"load_checkpoint(algorithm={given.__qualname__}): the checkpoint was saved by {saved}. "
+                "Fix: pass the algorithm class it was trained with (or leave algorithm unset)."
+            )
+        return given
+    module, _, qualname = name.partition(":")
+    if module.split(".")[0] not in ("stable_baselines3", "sb3_contrib"):
+        raise ValueError(
+            f"the checkpoint was saved by {name}, which is not an algorithm of stable_baselines3 or "
+            "sb3_contrib; sensorgym does not import modules named by a file. Fix: pass its class, "
+            "load_checkpoint(path, env, algorithm=MyAlgorithm)."
+        )
+    cls = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    if not (isinstance(cls, type) and issubclass(cls, BaseAlgorithm)):
+        raise ValueError(f"the checkpoint names {name}, which is not an SB3 algorithm class.")
+    return cls
+
+
+def load_checkpoint(
+    path: str | Path,
+    env: Any,
+    tensorboard_log: str | None = None,
+    *,
+    device: Any = None,
+    algorithm: Any = None,
+) -> tuple[Any, Any]:
+    """Restore :func:`save_checkpoint` onto a freshly built env of the same config: ``(model, env)``.
+
+    The model is reloaded with the algorithm class it was saved with (PPO, A2C, SAC, TD3, ...; pass
+    ``algorithm`` for a class outside stable_baselines3/sb3_contrib) on ``device`` (default: the device
+    it was saved from, CPU when that one is not available here).
+
+    Security: ``sensors.pt`` and ``state.pt`` are read with ``torch.load(weights_only=True)`` and a file
+    holding anything but tensors and plain data is refused. ``model.zip``, ``vecnormalize.pkl``,
+    ``replay_buffer.pkl`` and ``envs.pkl`` are pickle-based formats (SB3's, Gymnasium envs): loading them
+    runs code they contain, so **only load checkpoints you trust**.
+    """
+    import random
+
+    import torch
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    path = Path(path)
+    sensors = _load_plain(path / "sensors.pt")
+    state = _load_plain(path / "state.pt")
+    if state.get("format") != 2 or "algorithm" not in state:
+        raise ValueError(
+            f"{path / 'state.pt'}: not a checkpoint of this sensorgym version (no algorithm recorded). "
+            "Fix: train again to write a new checkpoint."
+        )
+    cls = _algorithm_class(state["algorithm"], algorithm)
+    if device is None:
+        device = state.get("device", "cpu")
+        if str(device).startswith("cuda") and not torch.cuda.is_available():
+            device = "cpu"
+    if (path / "vecnormalize.pkl").exists():
+        env = VecNormalize.load(str(path / "vecnormalize.pkl"), env.venv if hasattr(env, "obs_rms") else env)
+    if (path / "envs.pkl").exists():
+        sensors["envs"] = (path / "envs.pkl").read_bytes()
+    _sensor_wrapper(env).load_state_dict(sensors)
+    model = cls.load(
+        path / "model.zip", env=env, device=device, force_reset=False, tensorboard_log=tensorboard_log
+    )
+    if (path / "replay_buffer.pkl").exists() and hasattr(model, "load_replay_buffer"):
+        model.load_replay_buffer(path / "replay_buffer.pkl")
+    if state.get("vecnormalize_returns") is not None and hasattr(env, "returns"):
+        env.returns = np.array(state["vecnormalize_returns"], copy=True)
+    model._last_obs = state["last_obs"]
+    model._last_episode_starts = state["last_episode_starts"]
+    if state.get("last_original_obs") is not None:
+        model._last_original_obs = state["last_original_obs"]
+    model.action_space.np_random.bit_generator.state = state["action_space_rng"]
+    torch.set_rng_state(state["torch_rng"])
+    cuda_rng = state.get("cuda_rng")
+    if cuda_rng is not None and torch.cuda.is_available() and len(cuda_rng) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda_rng)
+    np.random.set_state(state["numpy_rng"])
+    random.setstate(state["python_rng"])
+    return model, env

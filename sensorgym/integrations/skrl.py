@@ -1,0 +1,286 @@
+"""skrl (2.x): the measured readings as observations, the critic input as skrl's ``states``, and
+time-outs bootstrapped from the terminal state.
+
+* :class:`SkrlWrapper`: a skrl ``Wrapper``. ``observation_space`` is the ``"policy"`` part;
+  ``state_space`` / ``state()`` are the critic input (``critic_input``, default ``"policy"`` +
+  ``"critic"``), which skrl's trainers pass to the agents as ``states``. Each step's info also holds the
+  terminal observations and states of the envs that finished (``"terminal_observations"``,
+  ``"terminal_states"``).
+* :class:`SensorPPO`: skrl's PPO, except that truncated episodes are bootstrapped from the terminal state
+  (``r + γ·V(terminal)``). skrl's own PPO bootstraps them from ``next_states``, which after an autoreset
+  is the **first state of the next episode** (or, with ``time_limit_bootstrap=False``, does the same
+  through the next step's value). Use it wherever you would use ``skrl.agents.torch.ppo.PPO``.
+* :func:`wrap_env`: like skrl's ``wrap_env``, but a sensor env gets :class:`SkrlWrapper`; skrl's own
+  choices for it are refused with the reason (``"auto"``/``"gymnasium"`` → ``GymnasiumWrapper`` flattens
+  ``"policy"`` and ``"critic"`` into the actor's input, so the privileged observation leaks to the actor;
+  ``"isaaclab"`` reads the inner env's spaces and fails with ``'Box' object is not subscriptable``).
+
+Example:
+    >>> import sensorgym as sg
+    >>> from sensorgym.envs import BatchedPendulumEnv
+    >>> from sensorgym.wrappers import SensorObservation
+    >>> from sensorgym.integrations.skrl import SkrlWrapper
+    >>> env = SkrlWrapper(SensorObservation(BatchedPendulumEnv(4, autoreset_mode="SameStep"),
+    ...                   {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.01)}))
+    >>> obs, _ = env.reset()
+    >>> obs.shape, env.state().shape, env.state_space.shape  # states = policy (2) + critic (2 + 3)
+    (torch.Size([4, 2]), torch.Size([4, 7]), (7,))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import torch
+from gymnasium.vector import VectorEnv
+from skrl.agents.torch.ppo import PPO
+from skrl.envs.wrappers.torch import wrap_env as skrl_wrap_env
+from skrl.envs.wrappers.torch.base import Wrapper
+
+from .adapters import DEFAULT_CRITIC_INPUT, SameStepStepper, critic_space, critic_tensor, resolve_critic_input
+
+__all__ = ["TERMINAL_OBS_KEY", "TERMINAL_STATES_KEY", "SensorPPO", "SkrlWrapper", "wrap_env"]
+
+#: info keys of the terminal observations / states (rows of unfinished envs = the next ones)
+TERMINAL_OBS_KEY, TERMINAL_STATES_KEY = "terminal_observations", "terminal_states"
+
+
+def _is_sensor_env(env: Any) -> bool:
+    space = getattr(env, "single_observation_space", None)
+    return isinstance(space, gym.spaces.Dict) and {"policy", "critic"} <= set(space.spaces)
+
+
+class SkrlWrapper(Wrapper):
+    """skrl wrapper over a Gymnasium vector env with a ``{"policy", "critic"}`` observation.
+
+    Args:
+        venv: e.g. a :class:`~sensorgym.wrappers.SensorObservation` (SAME_STEP or DISABLED autoreset).
+        device: device of the returned tensors (default: the env's device, else CPU).
+        critic_input: what ``state()`` holds: ``("policy", "critic")`` (default) or ``("critic",)``.
+
+    Example: see the module docstring.
+    """
+
+    def __init__(
+        self,
+        venv: VectorEnv,
+        device: str | torch.device | None = None,
+        *,
+        critic_input: str | Sequence[str] = DEFAULT_CRITIC_INPUT,
+    ) -> None:
+        super().__init__(venv)
+        self._stepper = SameStepStepper(venv, "SkrlWrapper", device)
+        self._device = self._stepper.device
+        self.critic_input = resolve_critic_input(critic_input, "SkrlWrapper")
+        self._state_space = critic_space(venv.single_observation_space, self.critic_input)
+        self._obs: dict[str, torch.Tensor] | None = None
+
+    @property
+    def observation_space(self) -> gym.Space:
+        return self._env.single_observation_space["policy"]
+
+    @property
+    def state_space(self) -> gym.Space:
+        return self._state_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        return self._env.single_action_space
+
+    @property
+    def num_envs(self) -> int:
+        return self._env.num_envs
+
+    def reset(self) -> tuple[torch.Tensor, dict[str, Any]]:
+        # vector envs autoreset: skrl calls reset() once at the start of training
+        if self._obs is None:
+            self._obs = self._stepper.reset()
+        return self._obs["policy"], {}
+
+    def step(self, actions: torch.Tensor):
+        out = self._stepper.step(actions.reshape(self.num_envs, -1))
+        self._obs = out.obs
+        n = self.num_envs
+        info = dict(out.info)
+        info[TERMINAL_OBS_KEY] = out.terminal_obs["policy"]
+        info[TERMINAL_STATES_KEY] = critic_tensor(out.terminal_obs, self.critic_input)
+        return (
+            out.obs["policy"],
+            out.rewards.view(n, 1),
+            out.terminated.view(n, 1),
+            out.truncated.view(n, 1),
+            info,
+        )
+
+    def state(self) -> torch.Tensor | None:
+        return None if self._obs is None else critic_tensor(self._obs, self.critic_input)
+
+    def render(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def wrap_env(env: Any, wrapper: str = "auto", verbose: bool = True, **kwargs: Any) -> Wrapper:
+    """skrl's ``wrap_env`` that knows sensor envs: ``"auto"`` (or ``"sensorgym"``) gives them a
+    :class:`SkrlWrapper` (``kwargs`` go to it); skrl's other wrappers are refused for them, with the reason.
+    Any other env goes to skrl's ``wrap_env`` unchanged.
+
+    Example:
+        >>> import sensorgym as sg
+        >>> from sensorgym.envs import BatchedPendulumEnv
+        >>> from sensorgym.wrappers import SensorObservation
+        >>> from sensorgym.integrations.skrl import wrap_env
+        >>> venv = SensorObservation(BatchedPendulumEnv(2, autoreset_mode="SameStep"),
+        ...                          {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])})
+        >>> type(wrap_env(venv)).__name__
+        'SkrlWrapper'
+        >>> wrap_env(venv, wrapper="gymnasium")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: skrl's 'gymnasium' wrapper (GymnasiumWrapper) would flatten 'policy' and 'critic' ...
+    """
+    if not _is_sensor_env(env):
+        return skrl_wrap_env(env, wrapper=wrapper, verbose=verbose)
+    if wrapper in ("auto", "sensorgym"):
+        return SkrlWrapper(env, **kwargs)
+    if wrapper in ("gymnasium", "gym"):
+        reason = (
+            f"skrl's {wrapper!r} wrapper (GymnasiumWrapper) would flatten 'policy' and 'critic' into the "
+            "actor's input: the privileged observation would leak to the actor"
+        )
+    elif wrapper.startswith("isaaclab"):
+        reason = (
+            f"skrl's {wrapper!r} wrapper reads the spaces of env.unwrapped (the env inside the sensors) and "
+            "fails with \"'Box' object is not subscriptable\"; it would also bootstrap time-outs from the "
+            "next episode's first state"
+        )
+    else:
+        reason = f"skrl's {wrapper!r} wrapper does not know the {{'policy', 'critic'}} observation"
+    raise ValueError(f"{reason}. Fix: use sensorgym.integrations.skrl.wrap_env(env) or SkrlWrapper(env).")
+
+
+class SensorPPO(PPO):
+    """skrl PPO that bootstraps truncated episodes from their terminal state: ``r + γ·V(s_T)``.
+
+    A drop-in replacement for ``skrl.agents.torch.ppo.PPO`` (same arguments) for envs wrapped with
+    :class:`SkrlWrapper`: at a truncation, the value is computed from the info's terminal observation and
+    state instead of ``next_states`` (the next episode's first state after an autoreset).
+    ``cfg.time_limit_bootstrap`` is always on (that is what this class is for). It refuses an observation
+    space that contains the ``"critic"`` part: that is what skrl's own ``wrap_env(env)`` produces for a
+    sensor env, and the actor would read the privileged observation.
+
+    Example:
+        >>> import sensorgym as sg, torch
+        >>> from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
+        >>> from skrl.trainers.torch import SequentialTrainer
+        >>> from skrl.memories.torch import RandomMemory
+        >>> from sensorgym.envs import BatchedPendulumEnv
+        >>> from sensorgym.wrappers import SensorObservation
+        >>> from sensorgym.integrations.skrl import SensorPPO, SkrlWrapper
+        >>> env = SkrlWrapper(SensorObservation(BatchedPendulumEnv(4, autoreset_mode="SameStep"),
+        ...                   {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])}))
+        >>> class Actor(GaussianMixin, Model):
+        ...     def __init__(self):
+        ...         Model.__init__(self, observation_space=env.observation_space,
+        ...                        action_space=env.action_space, device=env.device)
+        ...         GaussianMixin.__init__(self)
+        ...         self.net, self.log_std = torch.nn.Linear(2, 1), torch.nn.Parameter(torch.zeros(1))
+        ...     def compute(self, inputs, role=""):
+        ...         return self.net(inputs["observations"]), {"log_std": self.log_std}
+        >>> class Critic(DeterministicMixin, Model):
+        ...     def __init__(self):
+        ...         Model.__init__(self, observation_space=env.observation_space, state_space=env.state_space,
+        ...                        action_space=env.action_space, device=env.device)
+        ...         DeterministicMixin.__init__(self)
+        ...         self.net = torch.nn.Linear(env.state_space.shape[0], 1)
+        ...     def compute(self, inputs, role=""):
+        ...         return self.net(inputs["states"]), {}
+        >>> agent = SensorPPO(models={"policy": Actor(), "value": Critic()},
+        ...                   memory=RandomMemory(memory_size=8, num_envs=4),
+        ...                   observation_space=env.observation_space, state_space=env.state_space,
+        ...                   action_space=env.action_space, device=env.device,
+        ...                   cfg={"rollouts": 8, "mini_batches": 1})
+        >>> cfg = {"timesteps": 8, "disable_progressbar": True, "close_environment_at_exit": False}
+        >>> SequentialTrainer(env=env, agents=agent, cfg=cfg).train()
+        >>> agent.cfg.time_limit_bootstrap
+        True
+    """
+
+    def __init__(
+        self,
+        *,
+        models: dict[str, Any],
+        memory: Any = None,
+        observation_space: gym.Space | None = None,
+        state_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+        device: str | torch.device | None = None,
+        cfg: Any = None,
+    ) -> None:
+        if isinstance(observation_space, gym.spaces.Dict) and "critic" in observation_space.spaces:
+            raise ValueError(
+                "SensorPPO: the observation space (the actor's input) contains the 'critic' part: the "
+                "privileged observation would leak to the actor. This is what skrl's own wrap_env(env) "
+                "(GymnasiumWrapper) makes of a sensor env. Fix: wrap it with "
+                "sensorgym.integrations.skrl.SkrlWrapper(env) (or sensorgym.integrations.skrl.wrap_env)."
+            )
+        super().__init__(
+            models=models,
+            memory=memory,
+            observation_space=observation_space,
+            state_space=state_space,
+            action_space=action_space,
+            device=device,
+            cfg=cfg if cfg is not None else {},
+        )
+        self.cfg.time_limit_bootstrap = True
+
+    def record_transition(
+        self,
+        *,
+        observations: torch.Tensor,
+        states: torch.Tensor,
+        actions: torch.Tensor,
+        rewards: torch.Tensor,
+        next_observations: torch.Tensor,
+        next_states: torch.Tensor,
+        terminated: torch.Tensor,
+        truncated: torch.Tensor,
+        infos: Any,
+        timestep: int,
+        timesteps: int,
+    ) -> None:
+        boot_obs, boot_states = next_observations, next_states
+        if self.training and bool(truncated.any()):
+            if not isinstance(infos, dict) or TERMINAL_OBS_KEY not in infos:
+                raise RuntimeError(
+                    "SensorPPO: an episode was truncated but the env's info has no terminal observation, so "
+                    "it cannot be bootstrapped from its terminal state. Fix: wrap the env with "
+                    "sensorgym.integrations.skrl.SkrlWrapper."
+                )
+            boot_obs, boot_states = infos[TERMINAL_OBS_KEY], infos[TERMINAL_STATES_KEY]
+            if boot_obs.shape[0] != next_observations.shape[0]:
+                raise RuntimeError(
+                    "SensorPPO: the terminal observations cover all envs but this agent gets a slice of "
+                    "them (simultaneous agents); run one agent per env."
+                )
+        super().record_transition(
+            observations=observations,
+            states=states,
+            actions=actions,
+            rewards=rewards,
+            next_observations=boot_obs,
+            next_states=boot_states,
+            terminated=terminated,
+            truncated=truncated,
+            infos=infos,
+            timestep=timestep,
+            timesteps=timesteps,
+        )
+        if self.training:  # the rollout continues from the next episode's first state
+            self._current_next_observations = next_observations
+            self._current_next_states = next_states

@@ -1,0 +1,348 @@
+"""``IMUSensor``: accelerometer (specific force), gyroscope and magnetometer on a MuJoCo body.
+
+Returns a NamedTuple ``IMUReading(lin_acc (B, 3), ang_vel (B, 3), mag (B, 3))`` in the sensor frame:
+the body frame (MuJoCo's ``xpos``/``xmat``: the frame the MJCF body is declared in, not its centre of
+mass or principal inertia axes) moved by ``pos_offset`` (metres, body frame) and rotated by
+``euler_offset`` (degrees, intrinsic x-y-z: ``R = Rx @ Ry @ Rz``, MJCF's default ``eulerseq="xyz"``), so
+it reads what MuJoCo's native ``accelerometer``/``gyro``/``magnetometer`` on a site with that ``pos`` and
+``euler`` read. The acceleration at the mount point is ``a + alpha x r + w x (w x r)``. The accelerometer
+reads specific force, so an IMU at rest reads ``+g`` pointing up and one in free fall reads zero. The
+magnetometer reads the world field ``magnetic_field`` in the sensor frame. Per-axis cross-axis coupling
+(misalignment) matrices are the sensor's response (``_apply_transform``, both branches); every
+imperfection can be given per field (``acc_noise``, ``gyro_bias``, ``mag_resolution``, ...).
+
+Where the model carries the IMU's native sensors (:mod:`sensorgym.sensors.mujoco.native`: a site at the mount
+with an accelerometer, a gyro and, when the model's field is ``magnetic_field``, a magnetometer), the
+reading is a copy of their ``data.sensordata`` slice; otherwise it is computed in Python from ``MjData``
+(``_measure_python``). Both agree within float32 rounding.
+
+Example:
+    >>> import sensorgym as sg
+    >>> o = sg.IMUOptions(body="torso", acc_noise=0.05, gyro_noise=0.01, gyro_cross_axis_coupling=0.02)
+    >>> o.noise[:3], o.noise[3:6]
+    ((0.05, 0.05, 0.05), (0.01, 0.01, 0.01))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from ...core.options import option_error
+from .base import MujocoSensor, MujocoSensorOptions, cached, mj_handles, name_to_id, state_key
+
+__all__ = ["IMUOptions", "IMUReading", "IMUSensor", "coupling_matrix", "euler_to_matrix"]
+
+FIELDS = ("acc", "gyro", "mag")
+# mujoco.mjtObj.mjOBJ_XBODY: the body *frame* (origin xpos, axes xmat). mjOBJ_BODY would be the inertial
+# frame (centre of mass xipos, principal axes ximat), which is not where an IMU is mounted.
+_OBJ_XBODY = 2
+IMPERFECTIONS = ("noise", "bias", "random_walk", "resolution")
+
+
+class IMUReading(NamedTuple):
+    lin_acc: torch.Tensor
+    ang_vel: torch.Tensor
+    mag: torch.Tensor
+
+
+def _cross(a: list[float], b: list[float]) -> list[float]:
+    # plain floats: numpy costs microseconds per call on 3-vectors, and this runs every step in every env
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def euler_to_matrix(euler_deg: Any) -> np.ndarray:
+    """Rotation matrix of intrinsic x-y-z Euler angles in degrees."""
+    ax, ay, az = (math.radians(float(a)) for a in euler_deg)
+    cx, sx, cy, sy, cz, sz = (
+        math.cos(ax),
+        math.sin(ax),
+        math.cos(ay),
+        math.sin(ay),
+        math.cos(az),
+        math.sin(az),
+    )
+    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return rx @ ry @ rz
+
+
+def coupling_matrix(value: Any, what: str) -> np.ndarray:
+    """Cross-axis coupling: a scalar (all off-diagonals), 3 values (xy, xz, yz pairs) or a 3x3 matrix."""
+    v = np.asarray(value, dtype=np.float64)
+    if v.shape == ():
+        return np.eye(3) + float(v) * (np.ones((3, 3)) - np.eye(3))
+    if v.shape == (3,):
+        m = np.eye(3)
+        m[0, 1] = m[1, 0] = v[0]
+        m[0, 2] = m[2, 0] = v[1]
+        m[1, 2] = m[2, 1] = v[2]
+        return m
+    if v.shape == (3, 3):
+        return v.copy()
+    raise ValueError(f"{what}={value!r}: expected a scalar, 3 values (xy, xz, yz) or a 3x3 matrix.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class IMUOptions(MujocoSensorOptions):
+    """Options of :class:`IMUSensor`.
+
+    Args:
+        body: the body the IMU is mounted on.
+        pos_offset: mount position in the body frame (m).
+        euler_offset: mount rotation relative to the body frame (degrees, intrinsic xyz).
+        magnetic_field: world magnetic field the magnetometer reads (any unit).
+        acc_cross_axis_coupling, gyro_cross_axis_coupling, mag_cross_axis_coupling: per-field coupling:
+            a scalar, (xy, xz, yz) or a 3x3 matrix applied to the true vector.
+        acc_noise, gyro_noise, mag_noise, ... (also ``_bias``, ``_random_walk``, ``_resolution``): per-field
+            imperfections (a scalar, 3 values or a distribution); they override the matching components of
+            ``noise``/``bias``/``random_walk``/``resolution`` (9 components: acc, gyro, mag).
+
+    Example: see the module docstring.
+    """
+
+    body: str
+    pos_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    euler_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    magnetic_field: tuple[float, float, float] = (0.0, 0.2, -0.45)
+    acc_cross_axis_coupling: Any = 0.0
+    gyro_cross_axis_coupling: Any = 0.0
+    mag_cross_axis_coupling: Any = 0.0
+    acc_noise: Any = None
+    gyro_noise: Any = None
+    mag_noise: Any = None
+    acc_bias: Any = None
+    gyro_bias: Any = None
+    mag_bias: Any = None
+    acc_random_walk: Any = None
+    gyro_random_walk: Any = None
+    mag_random_walk: Any = None
+    acc_resolution: Any = None
+    gyro_resolution: Any = None
+    mag_resolution: Any = None
+
+    def _validate(self) -> None:
+        if not isinstance(self.body, str) or not self.body:
+            raise TypeError(
+                f"IMUOptions.body={self.body!r} is invalid: expected a body name. Fix: pass body='torso'."
+            )
+        for name in ("pos_offset", "euler_offset", "magnetic_field"):
+            v = getattr(self, name)
+            if np.shape(v) != (3,) or not np.all(np.isfinite(np.asarray(v, dtype=float))):
+                raise option_error(
+                    "IMUOptions", name, v, "expected 3 finite numbers", f"pass {name}=(x, y, z)"
+                )
+            object.__setattr__(self, name, tuple(float(x) for x in v))
+        for f in FIELDS:
+            name = f"{f}_cross_axis_coupling"
+            matrix = coupling_matrix(getattr(self, name), f"IMUOptions.{name}")
+            value = np.asarray(getattr(self, name), dtype=float)
+            object.__setattr__(self, name, float(value) if value.ndim == 0 else tuple(map(tuple, matrix)))
+            for kind in IMPERFECTIONS:
+                v = getattr(self, f"{f}_{kind}")
+                if isinstance(v, (list, np.ndarray)):
+                    object.__setattr__(self, f"{f}_{kind}", tuple(v))
+        for kind in IMPERFECTIONS:
+            merged = self._merge_fields(kind)
+            if merged is not None:
+                object.__setattr__(self, kind, merged)
+        super()._validate()
+
+    def _merge_fields(self, kind: str) -> tuple | None:
+        per_field = {f: getattr(self, f"{f}_{kind}") for f in FIELDS}
+        if all(v is None for v in per_field.values()):
+            return None
+        base = getattr(self, kind)
+        if isinstance(base, (tuple, list)):
+            if len(base) not in (1, 9):
+                raise option_error(
+                    "IMUOptions",
+                    kind,
+                    base,
+                    "an IMU has 9 components (acc, gyro, mag)",
+                    "give 1 or 9 values, or use the per-field options",
+                )
+            base = tuple(base) * (9 if len(base) == 1 else 1)
+        else:
+            base = (base,) * 9
+        out = list(base)
+        for i, f in enumerate(FIELDS):
+            v = per_field[f]
+            if v is None:
+                continue
+            vals = tuple(v) if isinstance(v, (tuple, list, np.ndarray)) else (v,) * 3
+            if len(vals) != 3:
+                raise option_error(
+                    "IMUOptions",
+                    f"{f}_{kind}",
+                    v,
+                    "expected a scalar, a distribution or 3 values",
+                    f"pass {f}_{kind}=0.01 or (x, y, z)",
+                )
+            out[3 * i : 3 * i + 3] = vals
+        return tuple(out)
+
+
+class _NativeIMU:
+    """Where an IMU's native sensors sit in ``sensordata``: accelerometer, gyro and, when the model's
+    field is the IMU's, magnetometer; else the site whose frame the field is rotated into."""
+
+    __slots__ = ("field", "index", "site")
+
+    def __init__(self, index: slice | np.ndarray, site: int | None, field: np.ndarray) -> None:
+        self.index, self.site, self.field = index, site, field
+
+    def read(self, data: Any) -> np.ndarray:
+        if self.site is None:
+            return data.sensordata[self.index].astype(np.float32)
+        out = np.empty(9, np.float32)
+        out[:6] = data.sensordata[self.index]
+        out[6:] = self.field @ data.site_xmat[self.site].reshape(3, 3)  # R_site^T field
+        return out
+
+
+def _native(model: Any, o: IMUOptions) -> _NativeIMU | None:
+    """The IMU's native sensors in ``model`` (looked up once per model), or None."""
+
+    def build() -> _NativeIMU | None:
+        import mujoco
+
+        from .native import imu_names, sensor_address
+
+        site_name, acc, gyro, mag = imu_names(o)
+        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site_name)
+        if site < 0:
+            return None
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, o.body)
+        mount = np.zeros(4)
+        mujoco.mju_mat2Quat(mount, euler_to_matrix(o.euler_offset).reshape(-1))
+        if (  # the site must be the mount: on the body, at the offset, with the rotation
+            int(model.site_bodyid[site]) != body
+            or not np.allclose(model.site_pos[site], o.pos_offset, rtol=0, atol=1e-12)
+            or not np.allclose(np.abs(model.site_quat[site] @ mount), 1.0, rtol=0, atol=1e-12)
+        ):
+            return None
+        t, site_t = mujoco.mjtSensor, mujoco.mjtObj.mjOBJ_SITE
+        adr = [
+            sensor_address(model, n, k, site_t, site)
+            for n, k in ((acc, t.mjSENS_ACCELEROMETER), (gyro, t.mjSENS_GYRO))
+        ]
+        if None in adr:
+            return None
+        m = sensor_address(model, mag, t.mjSENS_MAGNETOMETER, site_t, site)
+        if m is not None and tuple(float(x) for x in model.opt.magnetic) == o.magnetic_field:
+            adr.append(m)
+        index = np.concatenate([np.arange(a, a + 3) for a in adr])
+        if np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+            index = slice(int(index[0]), int(index[0]) + len(index))
+        return _NativeIMU(
+            index, None if len(adr) == 3 else site, np.asarray(o.magnetic_field, dtype=np.float64)
+        )
+
+    return cached(model, ("imu_native", o), build)
+
+
+class IMUSensor(MujocoSensor):
+    """Accelerometer + gyroscope + magnetometer; see the module docstring."""
+
+    options_cls = IMUOptions
+    return_type = IMUReading
+
+    def _get_return_format(self) -> tuple:
+        return ((3,), (3,), (3,))
+
+    @classmethod
+    def _measure(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
+        native = _native(model, o)
+        if native is None:
+            return cls._measure_python(model, data, o)
+        return native.read(data)
+
+    @classmethod
+    def _extract_state(cls, env: Any, options: list) -> dict[str, np.ndarray]:
+        model, data = mj_handles(env)
+        out = {}
+        for o in options:
+            native = _native(model, o)
+            out[state_key(o)] = (
+                native.read(data)
+                if native is not None
+                else np.asarray(cls._measure_python(model, data, o), dtype=np.float32).reshape(-1)
+            )
+        return out
+
+    @classmethod
+    def _measure_python(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
+        """The reading computed in Python from ``MjData`` (the path of models without native sensors)."""
+        import mujoco
+
+        def build():
+            body = name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, o.body, "IMUOptions.body")
+            r_mount = None if not any(o.euler_offset) else euler_to_matrix(o.euler_offset)
+            # scratch for the MuJoCo calls, reused: this runs every step in every sub-env
+            return body, r_mount, list(o.pos_offset), any(o.pos_offset), o.magnetic_field, np.empty((2, 6))
+
+        body, r_mount, r, offset, (f0, f1, f2), scratch = cached(model, ("imu", o), build)
+        vel, acc = scratch
+        mujoco.mj_objectVelocity(model, data, _OBJ_XBODY, body, vel, 1)
+        mujoco.mj_objectAcceleration(model, data, _OBJ_XBODY, body, acc, 1)
+        # at the body frame's origin, in its axes (the frame xmat the magnetometer uses too); plain
+        # floats: numpy costs a microsecond per call on 3-vectors
+        w0, w1, w2, _, _, _, al0, al1, al2, a0, a1, a2 = scratch.ravel().tolist()
+        if offset:  # the mount point's acceleration: a + alpha x r + w x (w x r)
+            w, t1 = [w0, w1, w2], _cross([al0, al1, al2], r)
+            t2 = _cross(w, _cross(w, r))
+            a0, a1, a2 = a0 + t1[0] + t2[0], a1 + t1[1] + t2[1], a2 + t1[2] + t2[2]
+        x = data.xmat[body].tolist()  # R_body^T field: column j of R dotted with the field
+        out = np.array(
+            [
+                a0, a1, a2, w0, w1, w2,
+                f0 * x[0] + f1 * x[3] + f2 * x[6],
+                f0 * x[1] + f1 * x[4] + f2 * x[7],
+                f0 * x[2] + f1 * x[5] + f2 * x[8],
+            ]
+        )  # fmt: skip
+        if r_mount is not None:
+            out = (out.reshape(3, 3) @ r_mount).reshape(-1)  # each row v -> R_mount^T v
+        return out
+
+    @classmethod
+    def _coupling(cls, md: Any) -> torch.Tensor | None:
+        """``(n_sensors, 3 fields, 3, 3)`` coupling matrices, or None when all are identity."""
+        if "coupling" not in md.constants:
+            mats = np.stack(
+                [
+                    np.stack(
+                        [coupling_matrix(getattr(s.options, f"{f}_cross_axis_coupling"), f) for f in FIELDS]
+                    )
+                    for s in md.sensors
+                ]
+            )
+            ident = np.allclose(mats, np.eye(3))
+            md.constants["coupling"] = (
+                None if ident else torch.tensor(mats, dtype=torch.float32, device=md.device)
+            )
+        return md.constants["coupling"]
+
+    @classmethod
+    def _apply_transform(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> None:
+        c = cls._coupling(md)
+        if c is None:
+            return
+        b, n = data.shape[0], len(md.sensors)
+        if "coupling_scratch" not in md.constants:  # allocated once: no tensor allocation per step
+            md.constants["coupling_scratch"] = (
+                torch.empty(b, n, 3, 3, 3, dtype=data.dtype, device=data.device),
+                torch.empty(b, n, 3, 3, dtype=data.dtype, device=data.device),
+            )
+        products, coupled = md.constants["coupling_scratch"]
+        # coupled[e, s, f, i] = sum_j c[s, f, i, j] * x[e, s, f, j]: three small ops with preallocated
+        # outputs (a broadcast matmul would allocate on every call)
+        torch.mul(data.reshape(b, n, 3, 1, 3), c, out=products)
+        torch.sum(products, dim=-1, out=coupled)
+        data.copy_(coupled.view(b, -1))
