@@ -15,7 +15,7 @@ PY
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu_check: no usable CUDA device; nothing run"; exit 1; }
 # every test that exercises CUDA (they skip on CPU-only machines, so -rs shows whether they really ran)
 timeout 300 python -m pytest -q -rs -k "cuda or device or capture" \
-    tests/test_manager.py tests/test_accel.py tests/wrappers/test_torch_env.py \
+    tests/core/test_manager.py tests/core/test_accel.py tests/wrappers/test_torch_env.py \
     tests/envs/test_batched_pendulum.py tests/wrappers/test_device_mask.py 2>&1 | tee "$out/gpu_tests.txt"
 tests_rc=${PIPESTATUS[0]}
 # the suite on CUDA (eager, captured CUDA graph, the Isaac-Lab-style baseline, the copy roofline)

@@ -11,6 +11,9 @@ Per device and B it times one step of
     SyncVectorEnv whose sub-envs just return the suite's state; reported as the time the wrappers add to
     the bare vector env, next to what ``SensorObservation`` with the suite adds to the same env;
   * the copy roofline: one ``copy_`` of the bytes the pipeline must write per step;
+  * the floor: the roofline copy plus the random numbers the suite needs per step (one normal per column
+    with noise and one per column with random walk, two uniforms per env for each jittered sensor),
+    drawn by the same generator type the manager uses;
   * the sampler options of SPEC 2.8 (benchmarks/bench_sampler.py, B <= 4096): the suite as is, with the
     default values given explicitly, and with multi-rate sampling and dropout, as ratios to the suite;
 and reports µs per step, µs per env-step, steps/s, ratios and memory (sensor state bytes; CUDA peak).
@@ -157,6 +160,37 @@ def wrapper_overheads(b: int, steps: int) -> tuple[float, float, float]:
     return best["bare"], best["sensorgym"], best["gymnasium"]
 
 
+# -- the floor: random numbers the suite needs + the roofline copy ---------------------------------------
+def random_numbers_needed(mgr: sg.SensorManager) -> tuple[int, int]:
+    """(normals, uniforms) one step of ``mgr`` must draw at the least, from the sensors' options."""
+    normals = uniforms = 0
+    for s in mgr.sensors:
+        cols = s.cache_slice.stop - s.cache_slice.start
+        opts = s.options
+        for name in ("noise", "random_walk"):
+            value = getattr(opts, name, 0.0)
+            if isinstance(value, sg.Distribution) or np.any(np.asarray(value, dtype=object) != 0):
+                normals += cols * mgr.num_envs
+        if isinstance(opts.jitter, sg.Distribution) or opts.jitter != 0:
+            uniforms += 2 * mgr.num_envs  # j ~ U[0, jitter) and u ~ U[0, 1) per env
+    return normals, uniforms
+
+
+def floor_step(mgr: sg.SensorManager, src: torch.Tensor, dst: torch.Tensor, device: torch.device):
+    """A step of the floor: the draws of :func:`random_numbers_needed` plus the roofline copy."""
+    normals, uniforms = random_numbers_needed(mgr)
+    gen = torch.Generator(device=device).manual_seed(0)
+    n_buf = torch.empty(max(normals, 1), device=device)
+    u_buf = torch.empty(max(uniforms, 1), device=device)
+
+    def step() -> None:
+        n_buf.normal_(generator=gen)
+        u_buf.uniform_(generator=gen)
+        dst.copy_(src)
+
+    return step
+
+
 # -- the run ---------------------------------------------------------------------------------------------
 def fast_path(b: int, device: torch.device, state: dict):
     """(step callable, label) of the fast path on this device."""
@@ -186,6 +220,7 @@ def run_size(b: int, device: torch.device, min_time: float) -> dict:
         ("fast", fast),
         ("baseline", lambda: base.step(state)),
         ("roofline", lambda: dst.copy_(src)),
+        ("floor", floor_step(mgr, src, dst, device)),
     ):
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
@@ -214,15 +249,16 @@ def tables(rows: list[dict], device: torch.device) -> str:
         f"### {device.type.upper()}: step time of the standard suite\n",
         f"| B | eager µs/step | eager steps/s | eager µs/env-step | {fast_label} µs/step | "
         "baseline µs/step | speed-up vs baseline (eager / fast) | roofline µs | eager / roofline | "
-        "fast / roofline |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "fast / roofline | floor µs | eager / floor | fast / floor |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         out.append(
             f"| {r['B']} | {us(r['eager'])} | {1 / r['eager']:,.0f} | {r['eager'] * 1e6 / r['B']:.3f} | "
             f"{us(r['fast'])} | {us(r['baseline'])} | {r['baseline'] / r['eager']:.1f}x / "
             f"{r['baseline'] / r['fast']:.1f}x | {us(r['roofline'])} | {r['eager'] / r['roofline']:.1f}x | "
-            f"{r['fast'] / r['roofline']:.1f}x |"
+            f"{r['fast'] / r['roofline']:.1f}x | {us(r['floor'])} | {r['eager'] / r['floor']:.1f}x | "
+            f"{r['fast'] / r['floor']:.1f}x |"
         )
     wrap = [r for r in rows if "wrap_gym" in r]
     if wrap:

@@ -1,5 +1,5 @@
 """Property test: random sensor sets, options, resets and step counts through the batched manager and
-through the slow per-env reference (tests/reference.py) must give identical readings."""
+through the slow per-env reference (tests/core/reference.py) must give identical readings."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import sensorgym as sg
 
-from .helpers import ByteOptions, FilterOptions, ThresholdOptions, as_np
+from ..helpers import ByteOptions, FilterOptions, ThresholdOptions, as_np
 from .reference import ReferenceManager
 
 DT = 0.1

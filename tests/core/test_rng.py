@@ -7,7 +7,7 @@ import torch
 
 import sensorgym as sg
 
-from .helpers import FilterOptions
+from ..helpers import FilterOptions
 
 
 def _sensors(mgr):

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """
 [env]
 id = "Pendulum-v1"

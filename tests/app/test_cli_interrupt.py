@@ -23,7 +23,7 @@ pytest.importorskip("stable_baselines3")
 
 from sensorgym.app.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: the first Ctrl-C must end the command within this many seconds (measured: 0.3-3 s on 2 busy cores)
 STOP_WITHIN_S = 10.0
 

@@ -14,7 +14,7 @@ import pytest
 
 from sensorgym.app.cli import build_parser, install_fix, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 BASE = """
 [env]

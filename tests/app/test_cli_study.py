@@ -19,7 +19,7 @@ from sensorgym.app.cli import main
 from sensorgym.app.config import load_config, parse_config
 from sensorgym.app.demo import demo_traces, run_demo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "examples" / "configs"
 
 SWEEP_CFG = parse_config(

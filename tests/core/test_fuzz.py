@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import sensorgym as sg
 from sensorgym.wrappers import SensorObservation
 
-from .helpers import ByteOptions, FilterOptions, ThresholdOptions, as_np
-from .wrappers.envs import make_ramp
+from ..helpers import ByteOptions, FilterOptions, ThresholdOptions, as_np
+from ..wrappers.envs import make_ramp
 
 DT = 0.1
 DTYPES = ["float16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool"]

@@ -20,7 +20,7 @@ from sensorgym.wrappers import ActionLatency
 
 from .test_train_resume import _run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY_PPO = "kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }"
 
 CONFIG = f"""

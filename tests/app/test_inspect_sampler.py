@@ -14,7 +14,7 @@ from sensorgym.app.cli import main
 from sensorgym.app.config import load_config
 from sensorgym.app.inspection import plot_sampling, run_inspect, sampling_path
 
-from .test_sampler_rate import due_steps
+from ..core.test_sampler_rate import due_steps
 
 CONFIG = """
 [env]

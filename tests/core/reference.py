@@ -18,7 +18,7 @@ import torch
 
 from sensorgym.sensors.state import StateSensor
 
-from .helpers import ByteSensor, FilterSensor, ThresholdSensor
+from ..helpers import ByteSensor, FilterSensor, ThresholdSensor
 
 
 class _Track:

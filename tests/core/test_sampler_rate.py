@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 import sensorgym as sg
 from sensorgym.wrappers import SensorObservation, SimStateExtractor, SingleEnvSensorObservation
 
-from .helpers import ByteOptions, FilterOptions, ThresholdOptions, as_np
+from ..helpers import ByteOptions, FilterOptions, ThresholdOptions, as_np
+from ..wrappers.envs import RampEnv
 from .reference import ReferenceManager
-from .wrappers.envs import RampEnv
 
 DT = 0.02
 
@@ -595,7 +595,7 @@ def test_a_torch_env_gets_the_same_observations_and_ages_as_its_numpy_twin():
     SyncVectorEnv: identical observations, ages included, as torch tensors and numpy arrays."""
     import gymnasium as gym
 
-    from .wrappers.envs import SpaceEnv, TorchSpaceVecEnv
+    from ..wrappers.envs import SpaceEnv, TorchSpaceVecEnv
 
     space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
     sensors = {

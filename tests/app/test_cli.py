@@ -18,7 +18,7 @@ from sensorgym.app.cli import main
 from sensorgym.app.config import ConfigError, load_config, parse_config
 from sensorgym.app.inspection import run_inspect
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY_PPO = "kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }"
 
 

@@ -11,7 +11,7 @@ import sensorgym as sg
 from sensorgym.envs import BatchedPendulumEnv
 from sensorgym.wrappers import SensorObservation, make_sensor_vec
 
-from ..integrations.common import rl_games_params
+from .common import rl_games_params
 
 SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.02, delay=0.05, history_length=2)}
 N = 8

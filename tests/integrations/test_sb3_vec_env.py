@@ -18,7 +18,7 @@ from sensorgym.envs import BatchedPendulumEnv
 from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
 from sensorgym.wrappers import SensorObservation, make_sensor_vec
 
-from .envs import RampEnv
+from ..wrappers.envs import RampEnv
 
 SENSORS = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.05, delay=0.05, history_length=2)}
 

@@ -10,7 +10,7 @@ import torch
 
 import sensorgym as sg
 
-from .helpers import ByteOptions, FilterOptions, ThresholdOptions, as_np, ramp_state
+from ..helpers import ByteOptions, FilterOptions, ThresholdOptions, as_np, ramp_state
 
 DT = 0.1
 B = 3

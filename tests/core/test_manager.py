@@ -12,7 +12,7 @@ import torch
 
 import sensorgym as sg
 
-from .helpers import ByteOptions, FilterOptions, ThresholdOptions, ThresholdSensor, ramp_state
+from ..helpers import ByteOptions, FilterOptions, ThresholdOptions, ThresholdSensor, ramp_state
 
 DT = 0.1
 

@@ -8,7 +8,7 @@ import torch
 
 import sensorgym as sg
 
-from .helpers import FilterOptions
+from ..helpers import FilterOptions
 
 B = 48
 

@@ -16,7 +16,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 import sensorgym as sg
 from sensorgym.wrappers import SensorObservation
 
-from .wrappers.envs import RampEnv
+from .envs import RampEnv
 
 SENSORS = {
     "pos": sg.StateSensorOptions(key="obs", index=[2], delay=0.1, noise=0.1, history_length=2),
