@@ -12,7 +12,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "sensorgym"
 
 ENGINE = {
-    "accel", "imperfections", "manager", "memory", "metadata", "options", "randomization", "ring", "rng",
+    "accel", "delay_line", "imperfections", "manager", "memory", "metadata", "options", "parameters",
+    "randomization", "ring", "rng",
     "sampler", "sensor", "storage", "values",
 }  # fmt: skip
 ADAPTERS = {"adapters", "sb3", "sb3_checkpoint", "rsl_rl", "skrl", "rl_games"}
