@@ -238,7 +238,7 @@ class SensorManager:
         for s in self.sensors:
             by_class.setdefault(type(s), []).append(s)
         layout: dict[torch.dtype, list[tuple[type, int]]] = {}
-        rinfo: dict[type, tuple[torch.dtype, int]] = {}
+        return_layout: dict[type, tuple[torch.dtype, int]] = {}
         for cls, sensors in by_class.items():
             icol = rcol = 0
             for j, s in enumerate(sensors):
@@ -247,23 +247,26 @@ class SensorManager:
                     s._get_intermediate_format(), f"{cls.__name__}._get_intermediate_format"
                 )
                 rfields = normalize_format(s._get_return_format(), f"{cls.__name__}._get_return_format")
-                iw, rw = sum(math.prod(f) for f in ifields), sum(math.prod(f) for f in rfields)
+                i_width, r_width = sum(math.prod(f) for f in ifields), sum(math.prod(f) for f in rfields)
                 s.index = j
-                s.cache_slice, s.return_slice = slice(icol, icol + iw), slice(rcol, rcol + rw)
-                icol, rcol = icol + iw, rcol + rw
-            idtype, rdtype = cls._get_intermediate_dtype(), cls._get_cache_dtype()
-            for what, dt in (("_get_intermediate_dtype", idtype), ("_get_cache_dtype", rdtype)):
+                s.cache_slice, s.return_slice = slice(icol, icol + i_width), slice(rcol, rcol + r_width)
+                icol, rcol = icol + i_width, rcol + r_width
+            intermediate_dtype, return_dtype = cls._get_intermediate_dtype(), cls._get_cache_dtype()
+            for what, dt in (
+                ("_get_intermediate_dtype", intermediate_dtype),
+                ("_get_cache_dtype", return_dtype),
+            ):
                 if not isinstance(dt, torch.dtype):
                     raise TypeError(f"{cls.__name__}.{what}() must return a torch.dtype, got {dt!r}")
-            layout.setdefault(idtype, []).append((cls, icol))
-            rinfo[cls] = (rdtype, rcol)
-        for idtype, entries in layout.items():
+            layout.setdefault(intermediate_dtype, []).append((cls, icol))
+            return_layout[cls] = (return_dtype, rcol)
+        for intermediate_dtype, entries in layout.items():
             # classes with timeline rings first, so the rings cover one leading column span
             entries.sort(key=lambda e: not reads_timeline(e[0]))
             ring_cols = sum(w for c, w in entries if reads_timeline(c))
             depth = max([c.timeline_depth for c, _ in entries if reads_timeline(c)] or [1])
             group = DtypeGroup(
-                idtype,
+                intermediate_dtype,
                 sum(w for _, w in entries),
                 ring_cols,
                 max(1, depth),
@@ -271,25 +274,25 @@ class SensorManager:
                 self.device,
                 self.clock,
             )
-            self._groups[idtype] = group
+            self._groups[intermediate_dtype] = group
             start = 0
             for cls, width in entries:
-                return_dtype, return_cols = rinfo[cls]
-                st = ClassStorage(
+                return_dtype, return_cols = return_layout[cls]
+                storage = ClassStorage(
                     cls, by_class[cls], group, slice(start, start + width), return_dtype, return_cols,
                     dt=self.dt, random=self.random, clock=self.clock, compiled=self.compile,
                     episode_steps=self.episode_steps,
                 )  # fmt: skip
-                cls._init_metadata(st.md)
+                cls._init_metadata(storage.md)
                 for s in by_class[cls]:
-                    s._storage = st
-                self._stores[cls] = st
+                    s._storage = storage
+                self._stores[cls] = storage
                 start += width
         # keep the class order of first appearance
         self._stores = {cls: self._stores[cls] for cls in by_class}
         self._built = True
         self._step_threads = self._decide_threads()
-        self._any_raise = any(s.options.nan_policy == "raise" for s in self.sensors)
+        self._rollback_every_step = any(s.options.nan_policy == "raise" for s in self.sensors)
         self._plan_draws()
 
     def _plan_draws(self) -> None:
@@ -298,7 +301,7 @@ class SensorManager:
         one_generator = isinstance(self.random, BatchRandom)
         self._normal_draws = []
         for group in self._groups.values():
-            members = [st for st in self._stores.values() if st.group is group]
+            members = [storage for storage in self._stores.values() if storage.group is group]
             self._normal_draws += group.plan_draws(members, one_generator)
 
     # -- stepping --------------------------------------------------------------------------------------
@@ -323,8 +326,8 @@ class SensorManager:
                 "reset. Fix: call mgr.reset(state) once before stepping."
             )
         mask = None if _known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
-        for st in self._stores.values():  # every class validates before anything is written
-            st.cls._check_state(state, st.md)
+        for storage in self._stores.values():  # every class validates before anything is written
+            storage.cls._check_state(state, storage.md)
         self.clock.tick()
         self._capture(state, STEP if mask is None else CaptureContext(mask, None, advancing=True))
 
@@ -346,8 +349,8 @@ class SensorManager:
         return CapturedStep(self, state)
 
     def _check_state(self, state: Any) -> None:
-        for st in self._stores.values():
-            st.cls._check_state(state, st.md)
+        for storage in self._stores.values():
+            storage.cls._check_state(state, storage.md)
 
     def _capture(self, state: Any, ctx: CaptureContext) -> None:
         """Run one capture of every class under the step's thread count (see ``num_threads``)."""
@@ -355,14 +358,14 @@ class SensorManager:
         # nan_policy="raise") must not lose captured snapshots: both save the rows a capture writes.
         mask, advancing = ctx.reset_mask, ctx.advancing
         keep = None
-        if not advancing or self._any_raise:
+        if not advancing or self._rollback_every_step:
             keep = [self.episode_steps]
-            for st in self._stores.values():
-                keep += st.row_state()
-                if mask is not None and self._any_raise:
+            for storage in self._stores.values():
+                keep += storage.row_state()
+                if mask is not None and self._rollback_every_step:
                     # resampling writes only the reset rows; their old values matter only if the
                     # capture can fail half-way (nan_policy="raise") and must be undone
-                    keep += st.parameter_tensors()
+                    keep += storage.parameter_tensors()
             self.rollback.save(keep)
             rng_state = self.random.get_state()  # a failed capture must not consume random numbers
         threads = self._step_threads
@@ -374,27 +377,28 @@ class SensorManager:
                 self.episode_steps.add_(self._one)  # a tensor: a Python int would allocate a 0-d tensor
             if mask is not None:
                 self.episode_steps.masked_fill_(mask, 0)
-            for st in self._stores.values():
-                st.md.context = ctx
+            for storage in self._stores.values():
+                if ctx is not STEP:  # STEP is what every md holds between captures
+                    storage.md.context = ctx
                 if mask is not None:
-                    st.params.resample(mask)
-                    if st.sampler is not None:
-                        st.sampler.resample(mask)
-                    st.cls._reset_envs(st.md, mask)
+                    storage.params.resample(mask)
+                    if storage.sampler is not None:
+                        storage.sampler.resample(mask)
+                    storage.cls._reset_envs(storage.md, mask)
             for draws in self._normal_draws:
                 self.random.normal_(draws, ctx.rows, 1)
-            for st in self._stores.values():
-                st.capture(state, ctx)
+            for storage in self._stores.values():
+                storage.capture(state, ctx)
             if not advancing:
                 self.rollback.restore(keep, mask)
         except BaseException:
             if keep is not None:
                 self.rollback.restore(keep, torch.zeros_like(self._all_rows))
                 self.random.set_state(rng_state)
-                for st in self._stores.values():
-                    st.params.refresh_derived()
-                    if st.sampler is not None:
-                        st.sampler.refresh_derived()
+                for storage in self._stores.values():
+                    storage.params.refresh_derived()
+                    if storage.sampler is not None:
+                        storage.sampler.refresh_derived()
             elif advancing:
                 self.episode_steps.sub_(self._one)
             if advancing:
@@ -402,8 +406,8 @@ class SensorManager:
             raise
         finally:
             if ctx is not STEP:
-                for st in self._stores.values():
-                    st.md.context = STEP
+                for storage in self._stores.values():
+                    storage.md.context = STEP
             if previous != threads:
                 torch.set_num_threads(previous)
 
@@ -420,7 +424,7 @@ class SensorManager:
 
     def _read(self, sensor: Sensor, history_length: int | None, ground_truth: bool) -> Any:
         self._require_built("read()")
-        st: ClassStorage = sensor._storage
+        storage: ClassStorage = sensor._storage
         n_max = sensor.options.history_length
         n = n_max if history_length is None else history_length
         n = as_int(n)
@@ -432,20 +436,20 @@ class SensorManager:
                 f"kept. Fix: set history_length={n} in its options, or read fewer."
             )
         if n == 0:
-            cache = st.gt_cache if ground_truth else st.m_cache
+            cache = storage.gt_cache if ground_truth else storage.m_cache
             return sensor._pack(cache[:, sensor.return_slice], (self.num_envs,))
-        ring = st.gt_ring if ground_truth else st.hist
+        ring = storage.gt_ring if ground_truth else storage.hist
         return sensor._pack(ring.history(n, sensor.return_slice), (self.num_envs, n))
 
     def _read_age(self, sensor: Sensor) -> torch.Tensor:
         """``(B,)`` float32 seconds since the sample behind ``sensor.read()`` was taken: ``(t - s) * dt``
         with ``t`` the steps since the env's reset and ``s`` the episode step of that sample."""
         self._require_built("read_age()")
-        st: ClassStorage = sensor._storage
+        storage: ClassStorage = sensor._storage
         steps = self.episode_steps
-        shift = st.current_shift(sensor.index)
-        if st.sampler is not None:
-            taken = st.sampler.sample_step(sensor.index, shift, self.clock.t)
+        shift = storage.current_shift(sensor.index)
+        if storage.sampler is not None:
+            taken = storage.sampler.sample_step(sensor.index, shift, self.clock.t)
         else:  # every snapshot is a sample; padding shows the reset sample (step 0)
             taken = (steps - shift).clamp_(min=0)
         return ((steps - taken).to(torch.float64) * self.dt).to(torch.float32)
@@ -454,11 +458,11 @@ class SensorManager:
         """``{SensorClass: (B, [H,] cols)}`` new tensors; ``H`` is the class's longest history."""
         self._require_built("read_sensors()")
         out = {}
-        for cls, st in self._stores.items():
-            if st.history_length:
-                out[cls] = (st.gt_ring if ground_truth else st.hist).history(st.history_length)
+        for cls, storage in self._stores.items():
+            if storage.history_length:
+                out[cls] = (storage.gt_ring if ground_truth else storage.hist).history(storage.history_length)
             else:
-                out[cls] = (st.gt_cache if ground_truth else st.m_cache).clone()
+                out[cls] = (storage.gt_cache if ground_truth else storage.m_cache).clone()
         return out
 
     def metadata(self, sensor_cls: type) -> SensorMetadata:
@@ -472,10 +476,10 @@ class SensorManager:
     # -- randomization and setters ---------------------------------------------------------------------
     def _read_randomization(self, sensor: Sensor) -> dict[str, torch.Tensor]:
         self._require_built("read_randomization()")
-        st: ClassStorage = sensor._storage
-        out = st.params.randomization(sensor)
-        if st.sampler is not None:
-            out.update(st.sampler.randomization(sensor.index))
+        storage: ClassStorage = sensor._storage
+        out = storage.params.randomization(sensor)
+        if storage.sampler is not None:
+            out.update(storage.sampler.randomization(sensor.index))
         return out
 
     def randomization_names(self) -> list[str]:
@@ -508,9 +512,9 @@ class SensorManager:
 
     def _set_time_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
         self._require_built(f"set_{name}()")
-        st = sensor._storage
-        st.params.set_time(sensor, name, value, self._to_rows(envs_idx), st.max_shift)
-        st.plan()  # the shift may no longer be fixed: the delay stage changes
+        storage = sensor._storage
+        storage.params.set_time(sensor, name, value, self._to_rows(envs_idx), storage.max_shift)
+        storage.plan()  # the shift may no longer be fixed: the delay stage changes
 
     # -- persistence -----------------------------------------------------------------------------------
     #: version of :meth:`state_dict`'s format (3: class-major buffers and the sensors' options; 4: the
@@ -521,11 +525,11 @@ class SensorManager:
         return [
             (
                 cls.__qualname__,
-                [s.name for s in st.sensors],
-                st.columns.stop - st.columns.start,
-                st.return_cols,
+                [s.name for s in storage.sensors],
+                storage.columns.stop - storage.columns.start,
+                storage.return_cols,
             )
-            for cls, st in self._stores.items()
+            for cls, storage in self._stores.items()
         ]
 
     def _sensor_records(self) -> list[dict[str, Any]]:
@@ -559,10 +563,10 @@ class SensorManager:
             },
             "classes": {
                 cls.__qualname__: {
-                    "tensors": {k: v.clone() for k, v in st.state_tensors().items()},
-                    "flags": st.params.flags(),
+                    "tensors": {k: v.clone() for k, v in storage.state_tensors().items()},
+                    "flags": storage.params.flags(),
                 }
-                for cls, st in self._stores.items()
+                for cls, storage in self._stores.items()
             },
         }
 
@@ -619,15 +623,15 @@ class SensorManager:
         for d, g in self._groups.items():
             for k, v in g.state_tensors().items():
                 v.copy_(state_dict["groups"][str(d)][k])
-        for cls, st in self._stores.items():
+        for cls, storage in self._stores.items():
             saved = state_dict["classes"][cls.__qualname__]
-            st.params.load_flags(saved["flags"])
-            st.plan()  # before the tensors: leaving a fixed shift writes the previous shifts
-            for k, v in st.state_tensors().items():
+            storage.params.load_flags(saved["flags"])
+            storage.plan()  # before the tensors: leaving a fixed shift writes the previous shifts
+            for k, v in storage.state_tensors().items():
                 v.copy_(saved["tensors"][k])
-            st.params.refresh_derived()
-            if st.sampler is not None:
-                st.sampler.refresh_derived()
+            storage.params.refresh_derived()
+            if storage.sampler is not None:
+                storage.sampler.refresh_derived()
         self.clock.t = int(state_dict["t"])
         self.episode_steps.copy_(self.clock.t - state_dict["episode_start"].to(self.device))
         self.random.set_state(state_dict["generator"])

@@ -67,12 +67,12 @@ class _Counter:
             return 0
         self.visited.add(id(obj))
         if torch.is_tensor(obj):
-            st = obj.untyped_storage()
-            key = (st.data_ptr(), st.nbytes())
-            if key in self.storages or st.nbytes() == 0:
+            storage = obj.untyped_storage()
+            key = (storage.data_ptr(), storage.nbytes())
+            if key in self.storages or storage.nbytes() == 0:
                 return 0
             self.storages.add(key)
-            return st.nbytes()
+            return storage.nbytes()
         if isinstance(obj, dict):
             return sum(self.count(v) for v in obj.values())
         if isinstance(obj, (list, tuple)):
@@ -104,9 +104,9 @@ def memory_report(manager: SensorManager) -> MemoryReport:
         raise RuntimeError("memory_report() before the manager was built. Fix: call mgr.reset(state) first.")
     c = _Counter()
     storages = [manager.storage(cls) for cls in dict.fromkeys(type(s) for s in manager.sensors)]
-    shared = sum(c.count(vars(g)) for g in dict.fromkeys(st.group for st in storages))
+    shared = sum(c.count(vars(g)) for g in dict.fromkeys(storage.group for storage in storages))
     shared += c.count(manager.random.get_state())
     shared += c.count(manager.episode_steps)
-    per_class = {st.cls.__name__: c.count(vars(st)) for st in storages}
+    per_class = {storage.cls.__name__: c.count(vars(storage)) for storage in storages}
     shared += c.count(manager.rollback.saved)
     return MemoryReport(sum(per_class.values()) + shared, shared, per_class, manager.num_envs)

@@ -307,23 +307,26 @@ class DtypeGroup:
         """Lay out this step's standard normals over the classes that need them and hand each its
         ``(2, B, c)`` block; returns what to fill per step (the whole buffer with one generator, else one
         block per class: per-env generators draw by env row)."""
-        users = [st for st in storages if st.md.imperfections.needs_draws]
-        for st in storages:
-            if st not in users:
-                st.md.imperfections.use_draws(None)
+        users = [storage for storage in storages if storage.md.imperfections.needs_draws]
+        for storage in storages:
+            if storage not in users:
+                storage.md.imperfections.use_draws(None)
         if not users:
             self.draws = None
             return []
-        lo, hi = min(st.columns.start for st in users), max(st.columns.stop for st in users)
+        lo, hi = (
+            min(storage.columns.start for storage in users),
+            max(storage.columns.stop for storage in users),
+        )
         b = self.inter.shape[0]
         if self.draws is None or self.draws.shape[2] != hi - lo or self._draw_start != lo:
             self.draws = torch.zeros(2, b, hi - lo, dtype=self.dtype, device=self.inter.device)
             self._draw_start = lo
         views = []
-        for st in users:  # class-major like the buffers: each class's draws are contiguous (B, c) blocks
-            start, stop = st.columns.start - lo, st.columns.stop - lo
+        for storage in users:  # class-major like the buffers: each class's draws are contiguous (B, c) blocks
+            start, stop = storage.columns.start - lo, storage.columns.stop - lo
             view = self.draws.view(2, -1)[:, b * start : b * stop].view(2, b, stop - start)
-            st.md.imperfections.use_draws(view)
+            storage.md.imperfections.use_draws(view)
             views.append(view)
         return [self.draws] if one_generator else views
 
