@@ -277,7 +277,8 @@ class PadRing:
         self.ring, self.padding = ring, padding
 
     def __call__(self, ctx: CaptureContext) -> None:
-        self.padding.fill(self.ring, ctx.reset_mask)
+        ring, pad = self.ring, self.padding
+        fill_rows(ring.buffer, ring.at(0), ctx.reset_mask, pad.first, pad.zero_columns, pad.scratch)
 
 
 # -- storage ----------------------------------------------------------------------------------------------

@@ -257,13 +257,11 @@ class StateSensor(SimpleSensor):
             x = entries.get(key)
             if x is None:
                 src = state[key]
-                x = entries[key] = (
-                    np.asarray(src)
-                    if numpy_route
-                    else src
-                    if torch.is_tensor(src)
-                    else torch.as_tensor(np.asarray(src))
-                )
+                if numpy_route:
+                    x = np.asarray(src)
+                else:
+                    x = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
+                entries[key] = x
             merged = _merged_selection(md, cols, sensors, x)
             if merged is not None:  # one source for every sensor of the run
                 parts.append((cols, merged))
