@@ -103,7 +103,21 @@ def _compiled_kernel() -> Any:
 class HardwareImperfections:
     """The default imperfections of one class: the random-walk accumulator, this step's draws and the
     kernel's arguments, bound by :meth:`plan` from the parameter table (at build, after a setter and
-    after loading a checkpoint)."""
+    after loading a checkpoint). ``md.imperfections`` of a class.
+
+    Example:
+        >>> import torch, sensorgym as sg
+        >>> mgr = sg.SensorManager(num_envs=1, dt=0.1, seed=0)
+        >>> s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(2,), bias=0.25, resolution=0.5))
+        >>> mgr.reset({"x": torch.tensor([[1.0, 2.0]])})
+        >>> imperfections = mgr.metadata(sg.StateSensor).imperfections
+        >>> imperfections.walk_args[1] is None, imperfections.other_args[2] is not None  # no walk; bias
+        (True, True)
+        >>> data = torch.tensor([[1.0, 2.2]])
+        >>> imperfections(data, None)
+        >>> data.tolist()  # + 0.25, then quantized to 0.5
+        [[1.0, 2.5]]
+    """
 
     def __init__(self, params: ParameterTable, compiled: bool) -> None:
         self.params, self.compiled = params, compiled

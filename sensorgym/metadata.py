@@ -4,11 +4,11 @@
 the per-env parameter tensors ``md.noise``, ``md.bias``, ``md.random_walk`` and ``md.resolution``
 (``(B, cols)``, one value per env and component), the per-env delay and jitter (``md.delay_steps``,
 ``md.jitter_steps``: ``(B, n_sensors)``), the random-walk accumulator, this step's standard-normal draws,
-and the context of the current capture, ``md.context`` (a frozen
-:class:`CaptureContext`; ``md.reset_mask``, ``md.capture_rows`` and ``md.advancing``
-read it). Sensor-owned per-env state goes into ``md.extra`` (tensors with a leading ``B`` axis, saved by
-``state_dict`` and restored for the envs a reset does not touch); constants a class derives from its
-options (per-column tensors, plans, ...) can be cached in ``md.constants``.
+and the context of the current capture, ``md.context`` (a frozen :class:`CaptureContext`;
+``md.reset_mask``, ``md.capture_rows`` and ``md.advancing`` read it). Sensor-owned per-env state goes
+into ``md.extra`` (tensors with a leading ``B`` axis, saved by ``state_dict`` and restored for the envs a
+reset does not touch); constants a class derives from its options (per-column tensors, plans, ...) can
+be cached in ``md.constants``.
 
 ``md`` owns no parameter itself: the values live in the class's
 :class:`~sensorgym.parameters.ParameterTable` (``md.params``: randomization, setters) and the
@@ -53,6 +53,15 @@ class CaptureContext:
         reset_mask: ``(B,)`` bool of the envs whose episode starts at this capture, or None.
         rows: the envs this capture is for (a partial reset), None for all.
         advancing: True for a step (time advances), False for a reset capture.
+
+    Example:
+        >>> import torch
+        >>> from sensorgym.metadata import STEP, CaptureContext
+        >>> STEP.reset_mask is None and STEP.advancing  # a plain step: one shared object
+        True
+        >>> ctx = CaptureContext(torch.tensor([False, True]), rows=None, advancing=True)  # an autoreset
+        >>> ctx.reset_mask.tolist()
+        [False, True]
     """
 
     reset_mask: torch.Tensor | None = None

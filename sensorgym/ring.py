@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["Clock", "Ring", "RingView", "SingleSlot"]
+__all__ = ["Clock", "Ring", "RingView"]
 
 
 class Clock:
@@ -117,10 +117,5 @@ class Ring:
         return torch.stack([self.at(k)[:, cols] for k in range(n)], dim=1)
 
 
-#: the names of the two classes this one replaced (a timeline is a :class:`Ring`)
+#: the old name of a timeline (sensor.py's hook annotations use it): a timeline is a :class:`Ring`
 RingView = Ring
-
-
-def SingleSlot(data: torch.Tensor, clock: Clock | None = None) -> Ring:
-    """A one-slot ring over ``data`` (see :meth:`Ring.single`)."""
-    return Ring.single(data, clock if clock is not None else Clock())
