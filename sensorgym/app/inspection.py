@@ -92,7 +92,7 @@ def _record(
     sampled = {
         name: s
         for name, s in sensors.items()
-        if s._storage.sampler is not None and needs_sampler(s.options, envs.dt)
+        if envs.manager.storage(type(s)).sampler is not None and needs_sampler(s.options, envs.dt)
     }
     trace: dict[str, dict[str, list]] = {
         name: {k: [] for k in ("fresh", "due", "age", "step", "period", "phase", "dropout")}
@@ -101,7 +101,7 @@ def _record(
 
     def sampling() -> None:
         for name, s in sampled.items():
-            sp, j, row = s._storage.sampler, s.index, trace[name]
+            sp, j, row = envs.manager.storage(type(s)).sampler, s.index, trace[name]
             step = int(sp.steps[0])
             period, phase = float(sp.period[0, j]), float(sp.phase[0, j])
             row["fresh"].append(bool(sp.take[0, j]))
@@ -114,8 +114,8 @@ def _record(
 
     def snapshot() -> tuple[np.ndarray, np.ndarray]:
         st = [
-            (s._storage.gt_cache[0, s.return_slice], s._storage.m_cache[0, s.return_slice])
-            for s in sensors.values()
+            (st.ground_truth_cache[0, s.return_slice], st.measured_cache[0, s.return_slice])
+            for s, st in ((s, envs.manager.storage(type(s))) for s in sensors.values())
         ]
         return (
             np.concatenate([g.float().numpy() for g, _ in st]),

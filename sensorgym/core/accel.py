@@ -1,17 +1,17 @@
-"""Optional acceleration of the manager step: a ``torch.compile``-fused hardware-imperfection kernel and
-CUDA-graph capture of the whole step.
+"""Optional acceleration of the manager step: CUDA-graph capture of the whole step (and where the
+``torch.compile`` kernel lives).
 
 **Compiled kernel** (``SensorManager(..., compile=True)``): the default hardware imperfections of a
 class (random walk, noise, bias, resolution: up to eight elementwise passes over ``(B, cols)``) become
-one fused kernel. The numbers are the same as the eager step, bit for bit (the standard-normal draws
-are still made by the manager; the kernel only does the arithmetic, in the same order).
+one fused kernel: :func:`sensorgym.core.imperfections.hardware_imperfections`, the one kernel the eager step
+runs too, wrapped by ``torch.compile`` at build. The numbers are the same as the eager step, bit for bit.
 
 **CUDA graphs** (:meth:`SensorManager.capture_cuda_graph`): the step has no host-device sync and no
 data-dependent Python branch, but it does index rings by the host clock (``t % depth``). One graph per
 clock phase, ``L = lcm(ring depths)`` graphs, covers every step: replay ``k`` is the step at
 ``t % L == k``. State and reset mask are copied into static input buffers, then the graph of the
 current phase is replayed and the host clock advanced. Requirements: CUDA device, custom hooks free of
-host syncs, no ``nan_policy="raise"``, no ``per_env_rng``.
+host syncs, no ``nan_policy="raise"``, no ``per_env_rng``. It uses the manager's public methods only.
 
 Example (compiled kernel; CPU works too, the first step compiles):
     >>> import torch, sensorgym as sg
@@ -28,89 +28,18 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .manager import env_mask
+
 if TYPE_CHECKING:
     from .manager import SensorManager
-    from .metadata import SensorMetadata
 
-__all__ = ["CapturedStep", "fused_imperfections"]
-
-
-def _imperfections(
-    data: torch.Tensor,
-    walk: torch.Tensor | None,
-    walk_draw: torch.Tensor | None,
-    walk_std: torch.Tensor | None,
-    reset_rows: torch.Tensor | None,
-    noise_draw: torch.Tensor | None,
-    noise_std: torch.Tensor | None,
-    bias: torch.Tensor | None,
-    res_step: torch.Tensor | None,
-    res_active: torch.Tensor | None,
-) -> None:
-    """The default imperfections out of place, written back once (same op order as the eager kernel)."""
-    x = data
-    if walk is not None:
-        w = walk + walk_draw * walk_std
-        if reset_rows is not None:
-            w = w.masked_fill(reset_rows[:, None], 0.0)
-        walk.copy_(w)
-        x = x + w
-    if noise_draw is not None:
-        x = x + noise_draw * noise_std
-    if bias is not None:
-        x = x + bias
-    if res_step is not None:
-        q = (x / res_step).round() * res_step
-        x = q if res_active is None else torch.where(res_active, q, x)
-    data.copy_(x)
+__all__ = ["CapturedStep", "ring_depths"]
 
 
-_compiled: Any = None
-
-
-def fused_imperfections(md: SensorMetadata, data: torch.Tensor) -> None:
-    """The compiled form of :func:`sensorgym.core.imperfections.apply_default_hardware_imperfections`."""
-    global _compiled
-    if _compiled is None:
-        import torch._dynamo
-
-        # one graph per combination of present imperfections and reset/no-reset, per class shape
-        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-        _compiled = torch.compile(_imperfections, dynamic=False, fullgraph=True)
-    rw, noise = md.has_random_walk, md.has_noise
-    if md.resolution_all_active:
-        res_step, res_active = md.resolution, None
-    elif md.has_resolution:
-        res_step, res_active = md.resolution_step, md.resolution_active
-    else:
-        res_step = res_active = None
-    _compiled(
-        data,
-        md.random_walk_state if rw else None,
-        md.random_walk_draw if rw else None,
-        md.random_walk if rw else None,
-        md.reset_mask if rw else None,
-        md.noise_draw if noise else None,
-        md.noise if noise else None,
-        md.bias if md.has_bias else None,
-        res_step,
-        res_active,
-    )
-
-
-# -- CUDA graphs -----------------------------------------------------------------------------------------
-def _ring_depths(manager: SensorManager) -> list[int]:
-    depths = []
-    for group in manager._groups.values():
-        if group.gt_timeline is not None:
-            depths.append(group.gt_timeline.depth)
-    for st in manager._stores.values():
-        for ring in (st.gt_ring, st.m_ring, st.hist):
-            if ring is not None:
-                depths.append(ring.depth)
-        if st.sampler is not None and st.sampler.sample_ring is not None:
-            depths.append(st.sampler.sample_ring.depth)
-    return depths
+def ring_depths(manager: SensorManager) -> list[int]:
+    """Depths of every ring a step of ``manager`` indexes by the clock."""
+    classes = dict.fromkeys(type(s) for s in manager.sensors)
+    return [d for cls in classes for d in manager.storage(cls).ring_depths()]
 
 
 class CapturedStep:
@@ -135,8 +64,11 @@ class CapturedStep:
                 f"capture_cuda_graph: the manager is on {manager.device}; CUDA graphs need a CUDA device. "
                 "Fix: SensorManager(..., device='cuda'), or use compile=True on CPU."
             )
-        manager._require_built("capture_cuda_graph()")
-        if manager._any_raise:
+        if not manager.is_built:
+            raise RuntimeError(
+                "capture_cuda_graph() before the manager was built. Fix: call mgr.reset(state) first."
+            )
+        if any(s.options.nan_policy == "raise" for s in manager.sensors):
             raise ValueError(
                 "capture_cuda_graph: nan_policy='raise' checks values on the host every step, which a graph "
                 "cannot do. Fix: use nan_policy='hold' or 'propagate' for captured steps."
@@ -158,7 +90,7 @@ class CapturedStep:
                 )
             self.static_state[key] = value.clone()
         self.static_mask = torch.zeros(manager.num_envs, dtype=torch.bool, device=manager.device)
-        self.period = math.lcm(1, *_ring_depths(manager))
+        self.period = math.lcm(1, *ring_depths(manager))
         self.graphs: list[torch.cuda.CUDAGraph] = []
         self._capture()
 
@@ -192,10 +124,9 @@ class CapturedStep:
         if reset_mask is None:
             self.static_mask.zero_()
         else:
-            self.static_mask.copy_(self.manager._to_mask(reset_mask, "reset_mask"), non_blocking=True)
+            mask = env_mask(reset_mask, self.manager.num_envs, self.manager.device, "reset_mask")
+            self.static_mask.copy_(mask, non_blocking=True)
         mgr = self.manager
         graph = self.graphs[(mgr.clock.t - self.t0) % self.period]  # captured at this clock phase
         mgr.clock.tick()
-        graph.replay()
-        # the graph wrote the clock value of its capture: the episode start of a reset env is now
-        mgr.episode_start.masked_fill_(self.static_mask, mgr.clock.t)
+        graph.replay()  # it advances the episode steps and zeroes those of reset envs on the device

@@ -1,29 +1,45 @@
-"""The default hardware-imperfection kernel of :class:`~sensorgym.SimpleSensor`.
+"""The default hardware imperfections of :class:`~sensorgym.SimpleSensor`: one kernel, eager or compiled.
 
-Order (SPEC 2.5): random walk, noise, bias, resolution. It runs on the per-step working buffer, a copy of
-the measured timeline slot, so imperfections are frozen into the snapshot captured this step and never
-compound through a recurrent ``_apply_transform``. The standard-normal draws (``md.noise_draw``,
-``md.random_walk_draw``) were made by the manager for the whole dtype buffer in one call.
+Order: random walk, noise, bias, resolution. They run on the per-step working buffer, a copy of the
+measured timeline slot, so imperfections are frozen into the snapshot captured this step and never
+compound through a recurrent ``_apply_transform``. The standard-normal draws were made by the manager
+for the whole dtype buffer in one call.
+
+:func:`hardware_imperfections` is written once. :class:`HardwareImperfections` (one per class, ``md.
+imperfections``) holds the random-walk accumulator and the draws, and binds the kernel's arguments once
+from the parameter table's flags (absent imperfections are passed as None and cost nothing); with
+``SensorManager(compile=True)`` it runs the same function through ``torch.compile`` (one fused kernel per
+combination of present imperfections; the same numbers, bit for bit: products are rounded before the
+add, never fused into a multiply-add).
 
 Example:
     >>> import torch
-    >>> from sensorgym.core.imperfections import quantize_
+    >>> from sensorgym.core.imperfections import hardware_imperfections
     >>> x = torch.tensor([[0.25, 0.75, 1.25]])
     >>> r = torch.tensor([[0.5, 0.5, 0.0]])
-    >>> quantize_(x, torch.where(r > 0, r, 1.0), r > 0, torch.empty_like(x)).tolist()
-    [[0.0, 1.0, 1.25]]
+    >>> scratch = torch.empty_like(x)
+    >>> hardware_imperfections(x, scratch, None, None, None, None, None, None,
+    ...                        torch.full_like(x, 0.25), torch.where(r > 0, r, 1.0), r > 0)
+    >>> x.tolist()  # bias 0.25, then quantized to 0.5 where r > 0
+    [[0.5, 1.0, 1.5]]
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 if TYPE_CHECKING:
     from .metadata import SensorMetadata
+    from .parameters import ParameterTable
 
-__all__ = ["apply_default_hardware_imperfections", "quantize_"]
+__all__ = [
+    "HardwareImperfections",
+    "apply_default_hardware_imperfections",
+    "hardware_imperfections",
+    "quantize_",
+]
 
 
 def quantize_(
@@ -36,27 +52,135 @@ def quantize_(
     return torch.where(active, scratch, data, out=data)
 
 
-def apply_default_hardware_imperfections(md: SensorMetadata, data: torch.Tensor) -> None:
-    """Random walk, noise, bias and resolution on ``data`` ``(B, icols)`` in place."""
-    if md.compiled:
-        from .accel import fused_imperfections
+def hardware_imperfections(
+    data: torch.Tensor,
+    scratch: torch.Tensor,
+    walk: torch.Tensor | None,
+    walk_draw: torch.Tensor | None,
+    walk_std: torch.Tensor | None,
+    reset_rows: torch.Tensor | None,
+    noise_draw: torch.Tensor | None,
+    noise_std: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    resolution_step: torch.Tensor | None,
+    resolution_active: torch.Tensor | None,
+) -> None:
+    """Random walk, noise, bias, resolution on ``data`` ``(B, cols)`` in place (None: absent).
 
-        fused_imperfections(md, data)
-        return
-    # Products are rounded before the add (no fused multiply-add as in addcmul): the numbers are then the
-    # same on every CPU and GPU, with or without FMA units, and in the compiled kernel (sensorgym.core.accel).
-    if md.has_random_walk:
-        walk = md.random_walk_state
-        walk.add_(torch.mul(md.random_walk_draw, md.random_walk, out=md.scratch))
-        if md.reset_mask is not None:
-            # the snapshot captured at a reset shows zero drift
-            walk.masked_fill_(md.reset_mask[:, None], 0.0)
+    ``walk`` is the random-walk accumulator (advanced, and zeroed in ``reset_rows`` so a reset snapshot
+    shows no drift); ``resolution_active`` None means every component is quantized.
+    """
+    if walk is not None:
+        walk.add_(torch.mul(walk_draw, walk_std, out=scratch))
+        if reset_rows is not None:
+            walk.masked_fill_(reset_rows[:, None], 0.0)
         data.add_(walk)
-    if md.has_noise:
-        data.add_(torch.mul(md.noise_draw, md.noise, out=md.scratch))
-    if md.has_bias:
-        data.add_(md.bias)
-    if md.resolution_all_active:
-        data.div_(md.resolution).round_().mul_(md.resolution)
-    elif md.has_resolution:
-        quantize_(data, md.resolution_step, md.resolution_active, md.scratch)
+    if noise_draw is not None:
+        data.add_(torch.mul(noise_draw, noise_std, out=scratch))
+    if bias is not None:
+        data.add_(bias)
+    if resolution_step is not None:
+        if resolution_active is None:
+            data.div_(resolution_step).round_().mul_(resolution_step)
+        else:
+            quantize_(data, resolution_step, resolution_active, scratch)
+
+
+_compiled: Any = None
+
+
+def _compiled_kernel() -> Any:
+    global _compiled
+    if _compiled is None:
+        import torch._dynamo
+
+        # one graph per combination of present imperfections and reset/no-reset, per class shape
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+        _compiled = torch.compile(hardware_imperfections, dynamic=False, fullgraph=True)
+    return _compiled
+
+
+class HardwareImperfections:
+    """The default imperfections of one class: the random-walk accumulator, this step's draws and the
+    kernel's arguments, bound by :meth:`plan` from the parameter table (at build, after a setter and
+    after loading a checkpoint). ``md.imperfections`` of a class.
+
+    Example:
+        >>> import torch, sensorgym as sg
+        >>> mgr = sg.SensorManager(num_envs=1, dt=0.1, seed=0)
+        >>> s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(2,), bias=0.25, resolution=0.5))
+        >>> mgr.reset({"x": torch.tensor([[1.0, 2.0]])})
+        >>> imperfections = mgr.metadata(sg.StateSensor).imperfections
+        >>> imperfections.walk_args[1] is None, imperfections.other_args[2] is not None  # no walk; bias
+        (True, True)
+        >>> data = torch.tensor([[1.0, 2.2]])
+        >>> imperfections(data, None)
+        >>> data.tolist()  # + 0.25, then quantized to 0.5
+        [[1.0, 2.5]]
+    """
+
+    def __init__(self, params: ParameterTable, compiled: bool) -> None:
+        self.params, self.compiled = params, compiled
+        self.kernel = _compiled_kernel() if compiled else hardware_imperfections
+        self.random_walk_state: torch.Tensor | None = None
+        self.scratch: torch.Tensor | None = None
+        if params.has_component_params:
+            self.random_walk_state = torch.zeros_like(params.noise)
+            self.scratch = torch.zeros_like(params.noise)
+        self.noise_draw: torch.Tensor | None = None
+        self.random_walk_draw: torch.Tensor | None = None
+        self.plan()
+
+    @property
+    def needs_draws(self) -> bool:
+        p = self.params
+        return p.has_component_params and (p.has_noise or p.has_random_walk)
+
+    def use_draws(self, draws: torch.Tensor | None) -> None:
+        """This class's ``(2, B, cols)`` block of standard normals (noise, random walk), or None."""
+        self.noise_draw, self.random_walk_draw = (None, None) if draws is None else draws.unbind(0)
+        self.plan()
+
+    def plan(self) -> None:
+        """Bind the kernel's arguments: an absent imperfection is None (skipped)."""
+        p = self.params
+        if not p.has_component_params:  # nothing to apply
+            self.has_walk, self.walk_args, self.other_args = False, (None,) * 4, (None,) * 5
+            return
+        walk = p.has_random_walk and self.random_walk_draw is not None
+        noise = p.has_noise and self.noise_draw is not None
+        if p.resolution_all_active:
+            resolution = (p.resolution, None)
+        elif p.has_resolution:
+            resolution = (p.resolution_step, p.resolution_active)
+        else:
+            resolution = (None, None)
+        self.has_walk = walk
+        self.walk_args = (
+            self.scratch,
+            self.random_walk_state if walk else None,
+            self.random_walk_draw if walk else None,
+            p.random_walk if walk else None,
+        )
+        self.other_args = (
+            self.noise_draw if noise else None,
+            p.noise if noise else None,
+            p.bias if p.has_bias else None,
+            *resolution,
+        )
+
+    def __call__(self, data: torch.Tensor, reset_mask: torch.Tensor | None) -> None:
+        """Apply them to ``data`` ``(B, cols)`` in place (``reset_mask``: the envs this capture resets)."""
+        self.kernel(data, *self.walk_args, reset_mask if self.has_walk else None, *self.other_args)
+
+
+def apply_default_hardware_imperfections(md: SensorMetadata, data: torch.Tensor) -> None:
+    """Random walk, noise, bias and resolution on ``data`` ``(B, icols)`` in place (what
+    ``SimpleSensor._apply_hardware_imperfections`` does by default)."""
+    imperfections = md.imperfections
+    imperfections.kernel(
+        data,
+        *imperfections.walk_args,
+        md.context.reset_mask if imperfections.has_walk else None,
+        *imperfections.other_args,
+    )

@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .metadata import SensorMetadata
-from .options import SensorOptions, SimpleSensorOptions
+from .metadata import STEP, CaptureContext, SensorMetadata
+from .options import SensorOptions
 from .ring import Clock
 from .rng import BatchRandom, PerEnvRandom, RandomSource
-from .sensor import Sensor, _overrides, normalize_format, reads_timeline
+from .sensor import Sensor, normalize_format, reads_timeline
 from .storage import ClassStorage, DtypeGroup
 from .values import as_int, as_real
 
 if TYPE_CHECKING:
     from .accel import CapturedStep
 
-__all__ = ["SensorManager"]
+__all__ = ["Rollback", "SensorManager", "env_mask"]
 
 
 def _known_empty(envs: Any) -> bool:
@@ -50,6 +50,65 @@ def _known_empty(envs: Any) -> bool:
         return not bool(envs.any()) if envs.dtype == torch.bool else envs.numel() == 0
     arr = np.asarray(envs)
     return not arr.any() if arr.dtype == bool else arr.size == 0
+
+
+def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "envs_idx") -> torch.Tensor:
+    """``(B,)`` bool mask on ``device`` from a bool mask or env indices; a ``ValueError``/``TypeError``
+    naming ``what`` and the fix for anything else."""
+    b = num_envs
+    if torch.is_tensor(envs_idx):
+        t = envs_idx
+    else:
+        arr = np.asarray(envs_idx)
+        if arr.dtype == object or not (
+            arr.dtype == bool or np.issubdtype(arr.dtype, np.integer) or arr.size == 0
+        ):
+            raise TypeError(
+                f"{what}={envs_idx!r}: expected a bool mask of shape ({b},) or env indices. Fix: "
+                "pass e.g. np.array([True, False, ...]) or [0, 3]."
+            )
+        t = torch.from_numpy(arr.astype(np.int64) if arr.size == 0 else arr)
+    if t.dtype == torch.bool:
+        if t.shape != (b,):
+            raise ValueError(
+                f"{what}: bool mask has shape {tuple(t.shape)} but num_envs={b}. Fix: pass a mask "
+                f"of shape ({b},)."
+            )
+        return t.to(device)
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        raise TypeError(f"{what}: env indices must be integers, got dtype {t.dtype}.")
+    t = t.reshape(-1).to(torch.long)
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= b):
+        raise ValueError(
+            f"{what}: env indices {t.tolist()} out of range for num_envs={b}. Fix: use indices in "
+            f"[0, {b - 1}]."
+        )
+    mask = torch.zeros(b, dtype=torch.bool, device=device)
+    mask[t.to(device)] = True
+    return mask
+
+
+class Rollback:
+    """Copies of the rows a capture writes, to undo it: for the envs a reset does not touch, or
+    everything when a step fails half-way (``nan_policy="raise"``). The copies are reused from call to
+    call (allocated again only when the set of tensors changes)."""
+
+    def __init__(self) -> None:
+        self.saved: list[torch.Tensor] = []
+
+    def save(self, tensors: list[torch.Tensor]) -> None:
+        if len(self.saved) != len(tensors) or any(
+            a.shape != b.shape or a.dtype != b.dtype for a, b in zip(self.saved, tensors, strict=True)
+        ):
+            self.saved = [torch.empty_like(t) for t in tensors]
+        for dst, src in zip(self.saved, tensors, strict=True):
+            dst.copy_(src)
+
+    def restore(self, tensors: list[torch.Tensor], keep_new: torch.Tensor) -> None:
+        """Put the saved values back into ``tensors`` except in the env rows ``keep_new``."""
+        for cur, old in zip(tensors, self.saved, strict=True):
+            rows = keep_new.view(-1, *([1] * (cur.dim() - 1)))
+            torch.where(rows, cur, old, out=cur)
 
 
 #: below this many intermediate elements per step (envs x columns), the CPU step runs on one thread by
@@ -120,18 +179,23 @@ class SensorManager:
             PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
         )
         self.generator = self.random.generator
-        # a single generator ignores env rows, so a dtype's draws can be one call over the whole buffer
-        self._one_draw = isinstance(self.random, BatchRandom)
         self.clock = Clock()
         self.sensors: list[Sensor] = []
         self._names: set[str] = set()
         self._built = False
         self._groups: dict[torch.dtype, DtypeGroup] = {}
         self._stores: dict[type, ClassStorage] = {}
+        self._normal_draws: list[torch.Tensor] = []  # what this step's standard normals fill
         self._all_rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
-        self._saved: list[torch.Tensor] = []
-        # the clock value at each env's last reset: steps since the reset = clock.t - episode_start
-        self.episode_start = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        self.rollback = Rollback()
+        #: ``(B,)`` steps since each env's last reset (advanced on the device: CUDA graphs replay it)
+        self.episode_steps = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        self._one = torch.ones((), dtype=torch.long, device=self.device)
+
+    @property
+    def episode_start(self) -> torch.Tensor:
+        """``(B,)`` the clock value at each env's last reset (a new tensor)."""
+        return self.clock.t - self.episode_steps
 
     # -- configuration ---------------------------------------------------------------------------------
     def seed(self, seed: int | None) -> None:
@@ -174,7 +238,7 @@ class SensorManager:
         for s in self.sensors:
             by_class.setdefault(type(s), []).append(s)
         layout: dict[torch.dtype, list[tuple[type, int]]] = {}
-        rinfo: dict[type, tuple[torch.dtype, int]] = {}
+        return_layout: dict[type, tuple[torch.dtype, int]] = {}
         for cls, sensors in by_class.items():
             icol = rcol = 0
             for j, s in enumerate(sensors):
@@ -183,23 +247,26 @@ class SensorManager:
                     s._get_intermediate_format(), f"{cls.__name__}._get_intermediate_format"
                 )
                 rfields = normalize_format(s._get_return_format(), f"{cls.__name__}._get_return_format")
-                iw, rw = sum(math.prod(f) for f in ifields), sum(math.prod(f) for f in rfields)
+                i_width, r_width = sum(math.prod(f) for f in ifields), sum(math.prod(f) for f in rfields)
                 s.index = j
-                s.cache_slice, s.return_slice = slice(icol, icol + iw), slice(rcol, rcol + rw)
-                icol, rcol = icol + iw, rcol + rw
-            idtype, rdtype = cls._get_intermediate_dtype(), cls._get_cache_dtype()
-            for what, dt in (("_get_intermediate_dtype", idtype), ("_get_cache_dtype", rdtype)):
+                s.cache_slice, s.return_slice = slice(icol, icol + i_width), slice(rcol, rcol + r_width)
+                icol, rcol = icol + i_width, rcol + r_width
+            intermediate_dtype, return_dtype = cls._get_intermediate_dtype(), cls._get_cache_dtype()
+            for what, dt in (
+                ("_get_intermediate_dtype", intermediate_dtype),
+                ("_get_cache_dtype", return_dtype),
+            ):
                 if not isinstance(dt, torch.dtype):
                     raise TypeError(f"{cls.__name__}.{what}() must return a torch.dtype, got {dt!r}")
-            layout.setdefault(idtype, []).append((cls, icol))
-            rinfo[cls] = (rdtype, rcol)
-        for idtype, entries in layout.items():
+            layout.setdefault(intermediate_dtype, []).append((cls, icol))
+            return_layout[cls] = (return_dtype, rcol)
+        for intermediate_dtype, entries in layout.items():
             # classes with timeline rings first, so the rings cover one leading column span
             entries.sort(key=lambda e: not reads_timeline(e[0]))
             ring_cols = sum(w for c, w in entries if reads_timeline(c))
             depth = max([c.timeline_depth for c, _ in entries if reads_timeline(c)] or [1])
             group = DtypeGroup(
-                idtype,
+                intermediate_dtype,
                 sum(w for _, w in entries),
                 ring_cols,
                 max(1, depth),
@@ -207,74 +274,35 @@ class SensorManager:
                 self.device,
                 self.clock,
             )
-            self._groups[idtype] = group
+            self._groups[intermediate_dtype] = group
             start = 0
             for cls, width in entries:
-                sensors = by_class[cls]
-                param_dtype = None
-                if any(isinstance(s.options, SimpleSensorOptions) for s in sensors):
-                    param_dtype = idtype if idtype.is_floating_point else None
-                md = SensorMetadata(
-                    cls,
-                    sensors,
-                    self.num_envs,
-                    self.dt,
-                    self.device,
-                    self.random,
-                    [s.cache_slice.stop - s.cache_slice.start for s in sensors],
-                    param_dtype,
-                )
-                md.compiled = self.compile
-                cls._init_metadata(md)
-                rdtype, rcols = rinfo[cls]
-                st = ClassStorage(
-                    cls,
-                    sensors,
-                    md,
-                    group,
-                    slice(start, start + width),
-                    rdtype,
-                    rcols,
-                    _overrides(cls, "_post_process"),
-                    self.clock,
-                )
-                for s in sensors:
-                    s._storage = st
-                self._stores[cls] = st
+                return_dtype, return_cols = return_layout[cls]
+                storage = ClassStorage(
+                    cls, by_class[cls], group, slice(start, start + width), return_dtype, return_cols,
+                    dt=self.dt, random=self.random, clock=self.clock, compiled=self.compile,
+                    episode_steps=self.episode_steps,
+                )  # fmt: skip
+                cls._init_metadata(storage.md)
+                for s in by_class[cls]:
+                    s._storage = storage
+                self._stores[cls] = storage
                 start += width
         # keep the class order of first appearance
         self._stores = {cls: self._stores[cls] for cls in by_class}
         self._built = True
         self._step_threads = self._decide_threads()
-        self._any_raise = any(s.options.nan_policy == "raise" for s in self.sensors)
+        self._rollback_every_step = any(s.options.nan_policy == "raise" for s in self.sensors)
         self._plan_draws()
 
     def _plan_draws(self) -> None:
-        """One standard-normal draw per dtype per step covers every class that needs noise or drift."""
+        """One standard-normal draw per dtype per step covers every class that needs noise or drift (with
+        per-env generators: one per class, drawn by env row)."""
+        one_generator = isinstance(self.random, BatchRandom)
+        self._normal_draws = []
         for group in self._groups.values():
-            users = [
-                st
-                for st in self._stores.values()
-                if st.group is group
-                and st.md.has_component_params
-                and (st.md.has_noise or st.md.has_random_walk)
-            ]
-            if not users:
-                group.draws = None
-                continue
-            lo = min(st.islice.start for st in users)
-            hi = max(st.islice.stop for st in users)
-            if group.draws is None or group.draws.shape[2] != hi - lo or group.draw_start != lo:
-                group.draws = torch.zeros(2, self.num_envs, hi - lo, dtype=group.dtype, device=self.device)
-                group.draw_start = lo
-            # class-major like the buffers: each class's draws are contiguous (B, c) blocks
-            group.draw_views = []
-            b = self.num_envs
-            for st in users:
-                start, stop = st.islice.start - lo, st.islice.stop - lo
-                view = group.draws.view(2, -1)[:, b * start : b * stop].view(2, b, stop - start)
-                st.md.noise_draw, st.md.random_walk_draw = view[0], view[1]
-                group.draw_views.append(view)
+            members = [storage for storage in self._stores.values() if storage.group is group]
+            self._normal_draws += group.plan_draws(members, one_generator)
 
     # -- stepping --------------------------------------------------------------------------------------
     def reset(self, state: Any, envs_idx: Any = None) -> None:
@@ -286,7 +314,7 @@ class SensorManager:
         self._check_state(state)
         if envs_idx is not None and _known_empty(envs_idx):
             return  # nothing to reset (checked on the host: no device sync)
-        self._threaded_capture(state, mask, advancing=False)
+        self._capture(state, CaptureContext(mask, mask, advancing=False))
 
     def step(self, state: Any, reset_mask: Any = None) -> None:
         """One control step for every env. ``reset_mask`` (optional, bool (B,) or indices) marks envs
@@ -298,9 +326,10 @@ class SensorManager:
                 "reset. Fix: call mgr.reset(state) once before stepping."
             )
         mask = None if _known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
-        self._check_state(state)
+        for storage in self._stores.values():  # every class validates before anything is written
+            storage.cls._check_state(state, storage.md)
         self.clock.tick()
-        self._threaded_capture(state, mask, advancing=True)
+        self._capture(state, STEP if mask is None else CaptureContext(mask, None, advancing=True))
 
     def _decide_threads(self) -> int:
         """The intra-op thread count :meth:`step` runs with; 0 leaves torch's global setting alone."""
@@ -311,19 +340,6 @@ class SensorManager:
         work = self.num_envs * sum(group.cols for group in self._groups.values())
         return 1 if work < MULTITHREAD_ELEMENTS else 0
 
-    def _threaded_capture(self, state: Any, mask: torch.Tensor | None, advancing: bool) -> None:
-        """:meth:`_capture` under the step's intra-op thread count (see ``num_threads``), restored after."""
-        threads = self._step_threads
-        previous = torch.get_num_threads() if threads else 0
-        if previous == threads:
-            self._capture(state, mask, advancing)
-            return
-        torch.set_num_threads(threads)
-        try:
-            self._capture(state, mask, advancing)
-        finally:
-            torch.set_num_threads(previous)
-
     def capture_cuda_graph(self, state: Mapping[str, torch.Tensor]) -> CapturedStep:
         """CUDA graphs of :meth:`step` (one per ring-clock phase) for states shaped like ``state``; returns
         a callable ``step(state, reset_mask=None)`` equal to :meth:`step` bit for bit. See
@@ -333,108 +349,70 @@ class SensorManager:
         return CapturedStep(self, state)
 
     def _check_state(self, state: Any) -> None:
-        for st in self._stores.values():
-            st.cls._check_state(state, st.md)
+        for storage in self._stores.values():
+            storage.cls._check_state(state, storage.md)
 
-    def _capture(self, state: Any, mask: torch.Tensor | None, advancing: bool) -> None:
+    def _capture(self, state: Any, ctx: CaptureContext) -> None:
+        """Run one capture of every class under the step's thread count (see ``num_threads``)."""
         # A reset must leave the envs it does not reset untouched, and a failed step (e.g.
         # nan_policy="raise") must not lose captured snapshots: both save the rows a capture writes.
+        mask, advancing = ctx.reset_mask, ctx.advancing
         keep = None
-        if not advancing or self._any_raise:
-            keep = [self.episode_start]
-            for st in self._stores.values():
-                keep += st.row_state()
-                if mask is not None and self._any_raise:
+        if not advancing or self._rollback_every_step:
+            keep = [self.episode_steps]
+            for storage in self._stores.values():
+                keep += storage.row_state()
+                if mask is not None and self._rollback_every_step:
                     # resampling writes only the reset rows; their old values matter only if the
                     # capture can fail half-way (nan_policy="raise") and must be undone
-                    keep += st.parameter_tensors()
-            self._save(keep)
+                    keep += storage.parameter_tensors()
+            self.rollback.save(keep)
             rng_state = self.random.get_state()  # a failed capture must not consume random numbers
+        threads = self._step_threads
+        previous = torch.get_num_threads() if threads else 0
+        if previous != threads:
+            torch.set_num_threads(threads)
         try:
-            rows = None if advancing else mask  # the envs this capture is for
+            if advancing:
+                self.episode_steps.add_(self._one)  # a tensor: a Python int would allocate a 0-d tensor
             if mask is not None:
-                self.episode_start.masked_fill_(mask, self.clock.t)
-            for st in self._stores.values():
-                st.md.reset_mask, st.md.advancing, st.md.capture_rows = mask, advancing, rows
+                self.episode_steps.masked_fill_(mask, 0)
+            for storage in self._stores.values():
+                if ctx is not STEP:  # STEP is what every md holds between captures
+                    storage.md.context = ctx
                 if mask is not None:
-                    st.md.resample(mask)
-                    if st.sampler is not None:
-                        st.sampler.resample(mask)
-                    st.cls._reset_envs(st.md, mask)
-            for group in self._groups.values():
-                if group.draws is None:
-                    continue
-                if self._one_draw:  # one generator: the whole dtype's draws in one call
-                    self.random.normal_(group.draws, rows, 1)
-                else:  # per-env generators draw by env row, which is per class in this layout
-                    for view in group.draw_views:
-                        self.random.normal_(view, rows, 1)
-            for st in self._stores.values():
-                st.capture(state, mask)
+                    storage.params.resample(mask)
+                    if storage.sampler is not None:
+                        storage.sampler.resample(mask)
+                    storage.cls._reset_envs(storage.md, mask)
+            for draws in self._normal_draws:
+                self.random.normal_(draws, ctx.rows, 1)
+            for storage in self._stores.values():
+                storage.capture(state, ctx)
             if not advancing:
-                self._restore(keep, mask)
+                self.rollback.restore(keep, mask)
         except BaseException:
             if keep is not None:
-                self._restore(keep, torch.zeros_like(self._all_rows))
+                self.rollback.restore(keep, torch.zeros_like(self._all_rows))
                 self.random.set_state(rng_state)
-                for st in self._stores.values():
-                    st.md.refresh_derived()
-                    if st.sampler is not None:
-                        st.sampler.refresh_derived()
+                for storage in self._stores.values():
+                    storage.params.refresh_derived()
+                    if storage.sampler is not None:
+                        storage.sampler.refresh_derived()
+            elif advancing:
+                self.episode_steps.sub_(self._one)
             if advancing:
                 self.clock.t -= 1
             raise
         finally:
-            for st in self._stores.values():
-                st.md.reset_mask, st.md.advancing, st.md.capture_rows = None, True, None
-
-    def _save(self, tensors: list[torch.Tensor]) -> None:
-        if len(self._saved) != len(tensors) or any(
-            a.shape != b.shape or a.dtype != b.dtype for a, b in zip(self._saved, tensors, strict=True)
-        ):
-            self._saved = [torch.empty_like(t) for t in tensors]
-        for dst, src in zip(self._saved, tensors, strict=True):
-            dst.copy_(src)
-
-    def _restore(self, tensors: list[torch.Tensor], mask: torch.Tensor) -> None:
-        for cur, old in zip(tensors, self._saved, strict=True):
-            rows = mask.view(-1, *([1] * (cur.dim() - 1)))
-            torch.where(rows, cur, old, out=cur)
+            if ctx is not STEP:
+                for storage in self._stores.values():
+                    storage.md.context = STEP
+            if previous != threads:
+                torch.set_num_threads(previous)
 
     def _to_mask(self, envs_idx: Any, what: str) -> torch.Tensor:
-        b = self.num_envs
-        if envs_idx is None:
-            return self._all_rows
-        if torch.is_tensor(envs_idx):
-            t = envs_idx
-        else:
-            arr = np.asarray(envs_idx)
-            if arr.dtype == object or not (
-                arr.dtype == bool or np.issubdtype(arr.dtype, np.integer) or arr.size == 0
-            ):
-                raise TypeError(
-                    f"{what}={envs_idx!r}: expected a bool mask of shape ({b},) or env indices. Fix: "
-                    "pass e.g. np.array([True, False, ...]) or [0, 3]."
-                )
-            t = torch.from_numpy(arr.astype(np.int64) if arr.size == 0 else arr)
-        if t.dtype == torch.bool:
-            if t.shape != (b,):
-                raise ValueError(
-                    f"{what}: bool mask has shape {tuple(t.shape)} but num_envs={b}. Fix: pass a mask "
-                    f"of shape ({b},)."
-                )
-            return t.to(self.device)
-        if t.dtype.is_floating_point or t.dtype.is_complex:
-            raise TypeError(f"{what}: env indices must be integers, got dtype {t.dtype}.")
-        t = t.reshape(-1).to(torch.long)
-        if t.numel() and (int(t.min()) < 0 or int(t.max()) >= b):
-            raise ValueError(
-                f"{what}: env indices {t.tolist()} out of range for num_envs={b}. Fix: use indices in "
-                f"[0, {b - 1}]."
-            )
-        mask = torch.zeros(b, dtype=torch.bool, device=self.device)
-        mask[t.to(self.device)] = True
-        return mask
+        return self._all_rows if envs_idx is None else env_mask(envs_idx, self.num_envs, self.device, what)
 
     def _to_rows(self, envs_idx: Any) -> torch.Tensor:
         return torch.nonzero(self._to_mask(envs_idx, "envs_idx")).flatten()
@@ -446,7 +424,7 @@ class SensorManager:
 
     def _read(self, sensor: Sensor, history_length: int | None, ground_truth: bool) -> Any:
         self._require_built("read()")
-        st: ClassStorage = sensor._storage
+        storage: ClassStorage = sensor._storage
         n_max = sensor.options.history_length
         n = n_max if history_length is None else history_length
         n = as_int(n)
@@ -458,19 +436,20 @@ class SensorManager:
                 f"kept. Fix: set history_length={n} in its options, or read fewer."
             )
         if n == 0:
-            cache = st.gt_cache if ground_truth else st.m_cache
+            cache = storage.gt_cache if ground_truth else storage.m_cache
             return sensor._pack(cache[:, sensor.return_slice], (self.num_envs,))
-        ring = st.gt_ring if ground_truth else st.hist
+        ring = storage.gt_ring if ground_truth else storage.hist
         return sensor._pack(ring.history(n, sensor.return_slice), (self.num_envs, n))
 
     def _read_age(self, sensor: Sensor) -> torch.Tensor:
-        """``(B,)`` float32 seconds since the sample behind ``sensor.read()`` was taken (SPEC 2.8)."""
+        """``(B,)`` float32 seconds since the sample behind ``sensor.read()`` was taken: ``(t - s) * dt``
+        with ``t`` the steps since the env's reset and ``s`` the episode step of that sample."""
         self._require_built("read_age()")
-        st: ClassStorage = sensor._storage
-        steps = self.clock.t - self.episode_start  # steps since each env's reset
-        shift = st.current_shift(sensor.index)
-        if st.sampler is not None:
-            taken = st.sampler.sample_step(sensor.index, shift, self.clock.t)
+        storage: ClassStorage = sensor._storage
+        steps = self.episode_steps
+        shift = storage.current_shift(sensor.index)
+        if storage.sampler is not None:
+            taken = storage.sampler.sample_step(sensor.index, shift, self.clock.t)
         else:  # every snapshot is a sample; padding shows the reset sample (step 0)
             taken = (steps - shift).clamp_(min=0)
         return ((steps - taken).to(torch.float64) * self.dt).to(torch.float32)
@@ -479,11 +458,11 @@ class SensorManager:
         """``{SensorClass: (B, [H,] cols)}`` new tensors; ``H`` is the class's longest history."""
         self._require_built("read_sensors()")
         out = {}
-        for cls, st in self._stores.items():
-            if st.H:
-                out[cls] = (st.gt_ring if ground_truth else st.hist).history(st.H)
+        for cls, storage in self._stores.items():
+            if storage.history_length:
+                out[cls] = (storage.gt_ring if ground_truth else storage.hist).history(storage.history_length)
             else:
-                out[cls] = (st.gt_cache if ground_truth else st.m_cache).clone()
+                out[cls] = (storage.gt_cache if ground_truth else storage.m_cache).clone()
         return out
 
     def metadata(self, sensor_cls: type) -> SensorMetadata:
@@ -497,10 +476,10 @@ class SensorManager:
     # -- randomization and setters ---------------------------------------------------------------------
     def _read_randomization(self, sensor: Sensor) -> dict[str, torch.Tensor]:
         self._require_built("read_randomization()")
-        st: ClassStorage = sensor._storage
-        out = st.md.randomization(sensor)
-        if st.sampler is not None:
-            out.update(st.sampler.randomization(sensor.index))
+        storage: ClassStorage = sensor._storage
+        out = storage.params.randomization(sensor)
+        if storage.sampler is not None:
+            out.update(storage.sampler.randomization(sensor.index))
         return out
 
     def randomization_names(self) -> list[str]:
@@ -509,7 +488,7 @@ class SensorManager:
         self._require_built("randomization_names()")
         names = []
         for s in self.sensors:
-            for f, comps in s._storage.md.randomized_components(s).items():
+            for f, comps in s._storage.params.randomized_components(s).items():
                 names += (
                     [f"{s.name}.{f}"] if f in ("delay", "jitter") else [f"{s.name}.{f}[{c}]" for c in comps]
                 )
@@ -528,23 +507,29 @@ class SensorManager:
 
     def _set_component_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
         self._require_built(f"set_{name}()")
-        sensor._storage.md.set_component(sensor, name, value, self._to_rows(envs_idx))
-        self._plan_draws()
+        sensor._storage.params.set_component(sensor, name, value, self._to_rows(envs_idx))
+        self._plan_draws()  # re-binds every class's imperfection kernel too
 
     def _set_time_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
         self._require_built(f"set_{name}()")
-        st = sensor._storage
-        st.md.set_time(sensor, name, value, self._to_rows(envs_idx), st.max_shift)
+        storage = sensor._storage
+        storage.params.set_time(sensor, name, value, self._to_rows(envs_idx), storage.max_shift)
+        storage.plan()  # the shift may no longer be fixed: the delay stage changes
 
     # -- persistence -----------------------------------------------------------------------------------
     #: version of :meth:`state_dict`'s format (3: class-major buffers and the sensors' options; 4: the
-    #: sampler state of SPEC 2.8 and each env's episode start)
+    #: sampler state (own rate, dropout, sample ages) and each env's episode start)
     STATE_VERSION = 4
 
     def _layout(self) -> list[tuple[str, list[str], int, int]]:
         return [
-            (cls.__qualname__, [s.name for s in st.sensors], st.islice.stop - st.islice.start, st.rcols)
-            for cls, st in self._stores.items()
+            (
+                cls.__qualname__,
+                [s.name for s in storage.sensors],
+                storage.columns.stop - storage.columns.start,
+                storage.return_cols,
+            )
+            for cls, storage in self._stores.items()
         ]
 
     def _sensor_records(self) -> list[dict[str, Any]]:
@@ -569,7 +554,7 @@ class SensorManager:
             "num_envs": self.num_envs,
             "dt": self.dt,
             "t": self.clock.t,
-            "episode_start": self.episode_start.clone(),
+            "episode_start": self.episode_start,
             "generator": self.random.get_state(),
             "sensors": self._sensor_records(),
             "layout": self._layout(),
@@ -578,10 +563,10 @@ class SensorManager:
             },
             "classes": {
                 cls.__qualname__: {
-                    "tensors": {k: v.clone() for k, v in st.state_tensors().items()},
-                    "flags": st.md.flags(),
+                    "tensors": {k: v.clone() for k, v in storage.state_tensors().items()},
+                    "flags": storage.params.flags(),
                 }
-                for cls, st in self._stores.items()
+                for cls, storage in self._stores.items()
             },
         }
 
@@ -638,16 +623,16 @@ class SensorManager:
         for d, g in self._groups.items():
             for k, v in g.state_tensors().items():
                 v.copy_(state_dict["groups"][str(d)][k])
-        for cls, st in self._stores.items():
+        for cls, storage in self._stores.items():
             saved = state_dict["classes"][cls.__qualname__]
-            for k, v in st.state_tensors().items():
+            storage.params.load_flags(saved["flags"])
+            storage.plan()  # before the tensors: leaving a fixed shift writes the previous shifts
+            for k, v in storage.state_tensors().items():
                 v.copy_(saved["tensors"][k])
-            for k, v in saved["flags"].items():
-                setattr(st.md, k, v)
-            st.md.refresh_derived()
-            if st.sampler is not None:
-                st.sampler.refresh_derived()
-        self.episode_start.copy_(state_dict["episode_start"])
+            storage.params.refresh_derived()
+            if storage.sampler is not None:
+                storage.sampler.refresh_derived()
         self.clock.t = int(state_dict["t"])
+        self.episode_steps.copy_(self.clock.t - state_dict["episode_start"].to(self.device))
         self.random.set_state(state_dict["generator"])
         self._plan_draws()

@@ -1,10 +1,12 @@
 """How many bytes of tensors a built :class:`~sensorgym.SensorManager` holds, in total, per env and per
-sensor class; and the check that refuses, before allocating, a delay ring larger than the device's memory.
+sensor class. (The check that refuses, before allocating, a delay ring larger than the device's memory
+lives with the delay line, :mod:`sensorgym.core.delay_line`; it is re-exported here.)
 
 Every buffer the manager owns is counted once (views share their storage): intermediate buffers, timeline
 rings, caches, return-space and history rings, delay tables, randomized parameters, scratch space and
-the random generator state. Python objects (options, metadata) are not counted: they do not grow with
-the number of envs.
+the random generator state. It reads the manager through public methods only (``storage(cls)``,
+``random``, ``episode_steps``, ``rollback``). Python objects (options, metadata) are not counted: they
+do not grow with the number of envs.
 
 Example:
     >>> import torch, sensorgym as sg
@@ -18,17 +20,15 @@ Example:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .options import bounds_of
+from .delay_line import check_ring_memory, ring_memory_error
 
 if TYPE_CHECKING:
     from .manager import SensorManager
-    from .metadata import SensorMetadata
 
 __all__ = ["MemoryReport", "check_ring_memory", "memory_report", "ring_memory_error"]
 
@@ -67,12 +67,12 @@ class _Counter:
             return 0
         self.visited.add(id(obj))
         if torch.is_tensor(obj):
-            st = obj.untyped_storage()
-            key = (st.data_ptr(), st.nbytes())
-            if key in self.storages or st.nbytes() == 0:
+            storage = obj.untyped_storage()
+            key = (storage.data_ptr(), storage.nbytes())
+            if key in self.storages or storage.nbytes() == 0:
                 return 0
             self.storages.add(key)
-            return st.nbytes()
+            return storage.nbytes()
         if isinstance(obj, dict):
             return sum(self.count(v) for v in obj.values())
         if isinstance(obj, (list, tuple)):
@@ -100,67 +100,13 @@ def _owned(obj: Any) -> bool:
 
 def memory_report(manager: SensorManager) -> MemoryReport:
     """Count the tensor bytes of a built manager (see the module docstring)."""
-    manager._require_built("memory_report()")
+    if not manager.is_built:
+        raise RuntimeError("memory_report() before the manager was built. Fix: call mgr.reset(state) first.")
     c = _Counter()
-    shared = sum(c.count(vars(g)) for g in manager._groups.values())
+    storages = [manager.storage(cls) for cls in dict.fromkeys(type(s) for s in manager.sensors)]
+    shared = sum(c.count(vars(g)) for g in dict.fromkeys(storage.group for storage in storages))
     shared += c.count(manager.random.get_state())
-    shared += c.count(manager.episode_start)
-    per_class = {st.cls.__name__: c.count(vars(st)) for st in manager._stores.values()}
-    shared += c.count(manager._saved)
+    shared += c.count(manager.episode_steps)
+    per_class = {storage.cls.__name__: c.count(vars(storage)) for storage in storages}
+    shared += c.count(manager.rollback.saved)
     return MemoryReport(sum(per_class.values()) + shared, shared, per_class, manager.num_envs)
-
-
-# -- refusing a ring that cannot fit ---------------------------------------------------------------------
-def check_ring_memory(
-    sensors: list, md: SensorMetadata, max_shift: int, rcols: int, rdtype: torch.dtype
-) -> None:
-    """Refuse a delay ring larger than the device's memory with a ``ValueError`` naming the sensor, the
-    option and the bytes it would need (instead of an allocator error, or a machine brought to a halt)."""
-    if not max_shift:
-        return
-    need = (max_shift + 1) * md.num_envs * rcols * rdtype.itemsize
-    limit = _device_memory(md.device)
-    if limit is not None and need > limit:
-        raise ring_memory_error(sensors, md, max_shift, rcols, rdtype, limit)
-
-
-def ring_memory_error(
-    sensors: list, md: SensorMetadata, max_shift: int, rcols: int, rdtype: torch.dtype, limit: int | None
-) -> ValueError:
-    depth = max_shift + 1
-    need = depth * md.num_envs * rcols * rdtype.itemsize
-    shifts = md.max_shift_per_sensor()
-    j = max(range(len(sensors)), key=shifts.__getitem__)
-    o = sensors[j].options
-    name, value = "delay", o.delay
-    if o.max_delay is not None and o.max_delay >= bounds_of(o.delay)[1] + bounds_of(o.jitter)[1]:
-        name, value = "max_delay", o.max_delay
-    elif bounds_of(o.jitter)[1] > bounds_of(o.delay)[1] / 2:
-        name, value = "jitter", o.jitter
-    available = "the memory available" if limit is None else f"the {_human(limit)} of memory"
-    return ValueError(
-        f"sensor {sensors[j].name!r}: {name}={value!r} at dt={md.dt:g} s needs a delay ring of {depth:,} "
-        f"steps: about {_human(need)} ({need:,} bytes for {md.num_envs} envs x {rcols} columns of "
-        f"{rdtype}), more than {available} on {md.device}. Fix: give the {name} in seconds (e.g. "
-        f"{name}=0.04), not in steps or milliseconds, or lower it."
-    )
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} EiB"
-
-
-def _device_memory(device: torch.device) -> int | None:
-    """Total memory of ``device`` in bytes (None when unknown)."""
-    try:
-        if device.type == "cuda":
-            return torch.cuda.get_device_properties(device).total_memory
-        if device.type == "cpu":
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError, RuntimeError):
-        return None
-    return None

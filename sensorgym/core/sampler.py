@@ -1,4 +1,5 @@
-"""The sampler's own rate, lost samples and the age of a reading (SPEC 2.8).
+"""The sampler's own rate, lost samples and the age of a reading (options ``update_period``,
+``update_phase``, ``dropout``; docs/pipeline.md).
 
 A :class:`Sampler` belongs to one sensor class whose sensors set ``update_period > dt`` or ``dropout > 0``
 (a class without them has none and pays nothing). Per env and sensor it owns the sampler's parameters
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SAMPLER_FIELDS", "Sampler", "needs_sampler"]
 
-#: the options of SPEC 2.8, one value per sensor and env
+#: the sampler's options, one value per sensor and env
 SAMPLER_FIELDS = ("update_period", "update_phase", "dropout")
 _TOL = 1e-9  # the due rule's tolerance: T = n*dt samples every n steps
 
@@ -63,6 +64,7 @@ class Sampler:
         rdtype: return dtype of the class (of the held snapshot).
         delay_depth: depth of the class's delay ring (0: no delay): a ring of sample steps of that
             depth tells the age of a delayed read.
+        episode_steps: the manager's ``(B,)`` steps since each env's reset (read, never written here).
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class Sampler:
         clock: Clock,
         rdtype: torch.dtype,
         delay_depth: int,
+        episode_steps: torch.Tensor,
     ) -> None:
         b, n = num_envs, len(sensors)
         self.dt, self.random = dt, random
@@ -106,7 +109,7 @@ class Sampler:
             if fields:
                 self.randomized[j] = fields
 
-        self.steps = torch.zeros(b, dtype=torch.long, device=device)  # steps since each env's reset
+        self.steps = episode_steps  # the manager's steps since each env's reset (it advances them)
         self.last_sample = torch.zeros(b, n, dtype=torch.long, device=device)  # step of the last sample
         self.held = torch.zeros(b, sum(widths), dtype=rdtype, device=device)  # the last sample's snapshot
         self.sample_ring = Ring(delay_depth, b, n, torch.long, device, clock) if delay_depth > 1 else None
@@ -161,24 +164,15 @@ class Sampler:
         }
 
     # -- the per-step decision and the hold ------------------------------------------------------------
-    def hold(
-        self,
-        snapshot: torch.Tensor,
-        reset_mask: torch.Tensor | None,
-        advancing: bool,
-        rows: torch.Tensor | None,
-    ) -> None:
+    def hold(self, snapshot: torch.Tensor, ctx: Any) -> None:
         """Decide which envs take this step's sample and, in the others, overwrite ``snapshot``
-        ``(B, cols)`` (this step's measured return-space snapshot) with the held one, in place."""
-        take = self.take
+        ``(B, cols)`` (this step's measured return-space snapshot) with the held one, in place.
+        ``ctx``: the capture's :class:`~sensorgym.core.metadata.CaptureContext`."""
+        take, reset_mask, advancing = self.take, ctx.reset_mask, ctx.advancing
         if self.has_dropout:
             # drawn in reset captures too (and ignored there): an env's stream then does not depend on
             # whether its reset came with a step (an autoreset) or alone
-            self.random.uniform_(self._u, rows, 0)
-        if advancing:
-            self.steps.add_(1)
-        if reset_mask is not None:
-            self.steps.masked_fill_(reset_mask, 0)
+            self.random.uniform_(self._u, ctx.rows, 0)
         if self.has_rate:
             self._phase_index(self._k)
         if not advancing:  # a reset capture: only the reset envs take (and keep) a sample
@@ -211,7 +205,7 @@ class Sampler:
         self.held.copy_(snapshot)
 
     def _phase_index(self, out: torch.Tensor) -> None:
-        """``out`` (B, n) = ``floor((t*dt - phi) / T + 1e-9)`` at ``t = steps``, in float64 (SPEC 2.8).
+        """``out`` (B, n) = ``floor((t*dt - phi) / T + 1e-9)`` at ``t = steps``, in float64 (the due rule).
         Kept from one step to the next (``k_prev``): the rule's value at ``t - 1`` is the one computed,
         with the same operations, at the previous step (``phi`` and ``T`` change only at a reset)."""
         self._t.copy_(self.steps[:, None])
@@ -232,7 +226,7 @@ class Sampler:
     # -- save/restore ------------------------------------------------------------------------------------
     def row_state(self) -> list[torch.Tensor]:
         """Tensors a capture writes for every env (restored for the envs a reset does not touch)."""
-        out = [self.steps, self.last_sample, self.held, self.k_prev]
+        out = [self.last_sample, self.held, self.k_prev]  # (the steps are the manager's)
         if self.sample_ring is not None:
             out.append(self.sample_ring.at(0))
         return out

@@ -1,24 +1,35 @@
-"""Storage of one dtype group and one sensor class, and the per-class step that runs on it.
+"""Storage of one dtype group and one sensor class, and the class's capture as a list of stages.
 
-Storage scopes (SPEC 2.4):
+Storage scopes:
 
 * per intermediate dtype (:class:`DtypeGroup`): the measured working buffer and the GT intermediate
   buffer, each class owning a contiguous block of ``B x class columns`` (class-major: a class's ``(B, c)``
-  view is contiguous, so its elementwise work runs at full speed), and the GT + measured timeline rings
-  (intermediate space), laid out the same way in every slot, over the classes that use the ring pipeline;
-* per class (:class:`ClassStorage`): return caches, GT and measured return-space rings (only when delay,
-  jitter, history or an overridden ``_post_process`` needs them), the history ring of delayed reads, the
-  delay/jitter state, and the :class:`~sensorgym.core.sampler.Sampler` of classes whose sensors have their own
-  update rate or dropout (SPEC 2.8). Without any of those the return caches are zero-copy views of the
-  intermediate slice.
+  view is contiguous, so its elementwise work runs at full speed), the GT + measured timeline rings
+  (intermediate space, over the classes that use the ring pipeline), and this step's standard normals;
+* per class (:class:`ClassStorage`): return caches, the GT return ring and the history ring of measured
+  reads (only when history or an overridden ``_post_process`` needs them), the
+  :class:`~sensorgym.core.delay_line.DelayLine` (only with delay or jitter), the
+  :class:`~sensorgym.core.sampler.Sampler` (only with an own rate or dropout), the
+  :class:`~sensorgym.core.parameters.ParameterTable`, :class:`NanPolicy` and :class:`Padding`. Without
+  delay, history, sampler or ``_post_process``, the return caches are zero-copy views of the intermediate
+  block.
+
+**The capture is planned at build.** After the class's hook (``_update_shared_cache``) a class runs a
+short list of stages chosen once from its configuration: :class:`CopyToReturnCache`,
+:class:`ProjectIntoRing`, :class:`SampleAndHold`, the delay line's ``hold_fixed_shift`` or
+``sample_delay``, :class:`WriteHistory`, and, in reset captures only, :class:`PadRing`. A zero-copy
+branch has no stage at all. Every stage takes the step's :class:`CaptureContext` (frozen: which envs
+reset, which envs the capture is for, whether time advances). A setter that changes what can vary re-plans
+the list (:meth:`ClassStorage.plan`).
 
 Example:
     >>> import torch, sensorgym as sg
     >>> mgr = sg.SensorManager(num_envs=2, dt=0.1)
     >>> fast = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,)))
-    >>> mgr.reset({"x": torch.zeros(2, 1)})
-    >>> mgr.storage(sg.StateSensor).measured_is_alias  # no delay/history/post-process: zero copy
-    True
+    >>> slow = mgr.add_sensor(sg.StateSensorOptions(key="y", shape=(1,), delay=0.1, history_length=2))
+    >>> mgr.reset({"x": torch.zeros(2, 1), "y": torch.zeros(2, 1)})
+    >>> mgr.storage(sg.StateSensor).stage_names()
+    ['ProjectIntoRing', 'ProjectIntoRing', 'sample_delay', 'WriteHistory']
 """
 
 from __future__ import annotations
@@ -27,17 +38,31 @@ from typing import Any
 
 import torch
 
-from .memory import check_ring_memory, ring_memory_error
-from .metadata import SensorMetadata
-from .ring import Clock, Ring, SingleSlot
+from .delay_line import DelayLine, check_ring_memory, ring_memory_error
+from .imperfections import HardwareImperfections
+from .metadata import CaptureContext, SensorMetadata
+from .options import SimpleSensorOptions
+from .parameters import ParameterTable
+from .ring import Clock, Ring
 from .sampler import Sampler, needs_sampler
-from .sensor import reads_timeline
+from .sensor import _overrides, reads_timeline
 
-__all__ = ["ClassStorage", "DtypeGroup", "fill_rows"]
+__all__ = [
+    "CaptureContext",
+    "ClassStorage",
+    "CopyToReturnCache",
+    "DtypeGroup",
+    "NanPolicy",
+    "PadRing",
+    "Padding",
+    "ProjectIntoRing",
+    "SampleAndHold",
+    "WriteHistory",
+    "fill_rows",
+]
 
-_FAR = 1 << 40  # "no previous read": larger than any shift
 
-
+# -- padding ----------------------------------------------------------------------------------------------
 def fill_rows(
     buffer: torch.Tensor,
     slot0: torch.Tensor,
@@ -60,200 +85,91 @@ def fill_rows(
     torch.where(mask[:, None], first, slot0, out=slot0)
 
 
-def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.dtype == b.dtype
+class Padding:
+    """What delayed and history reads show before an episode has produced enough snapshots.
+
+    At a reset of env ``i``, every slot of a ring's row ``i`` gets the episode's first snapshot
+    (``padding_type="reset"``), or zeros with the first snapshot kept in slot 0 (``"zero"``, per column).
+
+    Example:
+        >>> import torch
+        >>> from sensorgym.core.ring import Clock, Ring
+        >>> from sensorgym.core.storage import Padding
+        >>> ring = Ring(3, batch=1, cols=2, dtype=torch.float32, device="cpu", clock=Clock())
+        >>> _ = ring.at(0).fill_(7.0)
+        >>> Padding([False, True], ring.at(0)).fill(ring, torch.tensor([True]))
+        >>> [ring.at(k)[0].tolist() for k in range(3)]  # column 1 pads with zeros
+        [[7.0, 7.0], [7.0, 0.0], [7.0, 0.0]]
+    """
+
+    def __init__(self, zero_columns: list[bool] | None, like: torch.Tensor) -> None:
+        self.first = torch.zeros_like(like)
+        self.zero_columns: torch.Tensor | None = None
+        self.scratch: tuple[torch.Tensor, torch.Tensor] | None = None
+        if zero_columns and any(zero_columns):
+            self.zero_columns = torch.tensor(zero_columns, dtype=torch.bool, device=like.device)
+            self.scratch = (torch.zeros_like(like), torch.zeros((), dtype=like.dtype, device=like.device))
+
+    def fill(self, ring: Ring, mask: torch.Tensor) -> None:
+        """Pad the rows ``mask`` of ``ring`` from its slot 0, in place."""
+        fill_rows(ring.buffer, ring.at(0), mask, self.first, self.zero_columns, self.scratch)
 
 
-class DtypeGroup:
-    """Buffers shared by all classes whose intermediate dtype is ``dtype``."""
+# -- the NaN policy ---------------------------------------------------------------------------------------
+class NanPolicy:
+    """``nan_policy`` of a class's sensors, applied to the raw capture (GT and measured timeline slot 0)
+    right after ``_update_current_timestep_data``: ``"raise"`` raises a ``ValueError`` naming the sensor,
+    the envs and the step; ``"hold"`` keeps, per env and component, the last finite raw value of the
+    episode (0 before the first); ``"propagate"`` (default) does nothing (and builds no policy).
 
-    def __init__(
-        self,
-        dtype: torch.dtype,
-        cols: int,
-        ring_cols: int,
-        depth: int,
-        num_envs: int,
-        device: torch.device,
-        clock: Clock,
-    ) -> None:
-        self.dtype = dtype
-        self.cols = cols
-        self.ring_cols = ring_cols
-        self.inter = torch.zeros(num_envs, cols, dtype=dtype, device=device)
-        self.gt_inter = torch.zeros(num_envs, cols, dtype=dtype, device=device)
-        self.gt_timeline = self.m_timeline = None
-        if ring_cols:
-            self.gt_timeline = Ring(depth, num_envs, ring_cols, dtype, device, clock)
-            self.m_timeline = Ring(depth, num_envs, ring_cols, dtype, device, clock)
-        self.draws: torch.Tensor | None = None  # (2, B, span) standard normals: noise, random walk
-        self.draw_start = 0
-        self.draw_views: list[torch.Tensor] = []  # per class (2, B, c) blocks of ``draws``
+    Example:
+        >>> import torch, sensorgym as sg
+        >>> mgr = sg.SensorManager(num_envs=1, dt=0.1)
+        >>> s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(2,), nan_policy="hold"))
+        >>> mgr.reset({"x": torch.tensor([[1.0, 2.0]])})
+        >>> mgr.step({"x": torch.tensor([[float("nan"), 3.0]])})
+        >>> s.read().tolist()
+        [[1.0, 3.0]]
+    """
 
-    def block(self, buffer: torch.Tensor, cols: slice) -> torch.Tensor:
-        """The contiguous ``(B, width)`` block of columns ``cols`` of a ``(B, cols)`` group buffer (the
-        storage is class-major: the block holds ``B * width`` consecutive elements)."""
-        b = buffer.shape[0]
-        return buffer.view(-1)[b * cols.start : b * cols.stop].view(b, cols.stop - cols.start)
-
-    def state_tensors(self) -> dict[str, torch.Tensor]:
-        out = {"inter": self.inter, "gt_inter": self.gt_inter}
-        if self.gt_timeline is not None:
-            out["gt_timeline"] = self.gt_timeline.buffer
-            out["m_timeline"] = self.m_timeline.buffer
-        return out
-
-
-class ClassStorage:
-    """Buffers and the per-step pipeline of one sensor class."""
-
-    def __init__(
-        self,
-        cls: type,
-        sensors: list,
-        md: SensorMetadata,
-        group: DtypeGroup,
-        islice: slice,
-        rdtype: torch.dtype,
-        rcols: int,
-        pp_overridden: bool,
-        clock: Clock,
-    ) -> None:
-        self.cls, self.sensors, self.md, self.group = cls, sensors, md, group
-        self.islice, self.rdtype, self.rcols = islice, rdtype, rcols
-        self.pp = pp_overridden
+    def __init__(self, sensors: list, like: torch.Tensor, clock: Clock) -> None:
         self.clock = clock
-        b, device = md.num_envs, md.device
-        self.inter = group.block(group.inter, islice)
-        self.gt_inter = group.block(group.gt_inter, islice)
-        self.uses_timeline = reads_timeline(cls)
-        if self.uses_timeline:  # timeline classes come first in a group: their blocks start at column 0
-            width = islice.stop - islice.start
-            self.gt_tl = group.gt_timeline.block(islice.start, width)
-            self.m_tl = group.m_timeline.block(islice.start, width)
-        else:
-            self.gt_tl, self.m_tl = SingleSlot(self.gt_inter), SingleSlot(self.inter)
-        md._finish_raw_capture = self._finish_raw_capture
+        self.raising = [s for s in sensors if s.options.nan_policy == "raise"]
+        column_policy = [s.options.nan_policy for s in sensors for _ in range(_cols(s.cache_slice))]
+        self.holds = "hold" in column_policy
+        if self.holds:
+            # True where the raw value is used as is (the column does not hold)
+            self.passthrough = torch.tensor([p != "hold" for p in column_policy], device=like.device)
+            self.gt_held, self.measured_held = torch.zeros_like(like), torch.zeros_like(like)
+            self.keep = torch.zeros(like.shape, dtype=torch.bool, device=like.device)
+            self.magnitude = torch.zeros_like(like)
 
-        same_space = rdtype == group.dtype and rcols == islice.stop - islice.start
-        self.H = max(s.options.history_length for s in sensors)
-        self.max_shift = max(md.max_shift_per_sensor())
-        check_ring_memory(sensors, md, self.max_shift, rcols, rdtype)
-        self.sampler: Sampler | None = None
-        if any(needs_sampler(s.options, md.dt) for s in sensors):
-            self.sampler = Sampler(
-                sensors,
-                [_width(s) for s in sensors],
-                b,
-                md.dt,
-                device,
-                md.random,
-                clock,
-                rdtype,
-                self.max_shift + 1 if self.max_shift else 0,
-            )
-        self.gt_is_alias = same_space and not self.pp and self.H == 0
-        self.measured_is_alias = self.gt_is_alias and self.max_shift == 0 and self.sampler is None
+    @classmethod
+    def build(cls, sensors: list, like: torch.Tensor, clock: Clock) -> NanPolicy | None:
+        """The policy of ``sensors`` (None when every sensor propagates or the dtype is not floating)."""
+        policies = {s.options.nan_policy for s in sensors}
+        if not like.dtype.is_floating_point or policies <= {"propagate"}:
+            return None
+        return cls(sensors, like, clock)
 
-        def ring(depth: int) -> Ring:
-            return Ring(depth, b, rcols, rdtype, device, clock)
-
-        def cache() -> torch.Tensor:
-            return torch.zeros(b, rcols, dtype=rdtype, device=device)
-
-        self.gt_cache = self.gt_inter if self.gt_is_alias else cache()
-        self.m_cache = self.inter if self.measured_is_alias else cache()
-        pp_depth = 2 if self.pp else 1
-        self.gt_ring = ring(max(self.H, pp_depth)) if (self.pp or self.H) else None
-        try:
-            self.m_ring = ring(max(self.max_shift + 1, pp_depth)) if (self.pp or self.max_shift) else None
-        except (RuntimeError, MemoryError) as e:  # the allocator refused: say which option asked for it
-            raise ring_memory_error(sensors, md, self.max_shift, rcols, rdtype, None) from e
-        self.hist = ring(self.H) if self.H else None
-
-        zero = [s.options.padding_type == "zero" for s in sensors for _ in range(_width(s))]
-        self.zero_cols = torch.tensor(zero, dtype=torch.bool, device=device) if any(zero) else None
-        zero0d = torch.zeros((), dtype=rdtype, device=device)
-        self.pad_scratch = (cache(), zero0d) if any(zero) else None
-        self.first_scratch = cache()
-        self.tl_scratch = torch.zeros_like(self.inter)
-
-        if self.max_shift:
-            n = len(sensors)
-            col_to_sensor = [j for j, s in enumerate(sensors) for _ in range(_width(s))]
-            self.col_to_sensor = torch.tensor(col_to_sensor, dtype=torch.long, device=device)
-            self.shift = torch.zeros(b, n, dtype=torch.long, device=device)
-            self.prev_shift = torch.full((b, n), _FAR, dtype=torch.long, device=device)
-            md._prev_shift = self.prev_shift
-            self._one = torch.ones((), dtype=torch.long, device=device)
-            widths = {_width(s) for s in sensors}
-            self.per_sensor_index = len(widths) == 1
-            r = self.m_ring.depth
-            ages = torch.arange(r, device=device)
-            table = (ages[:, None] - ages[None, :]).remainder(r)  # [t % R, shift] -> slot
-            if self.per_sensor_index:
-                # equal widths: the ring read as (R * B * n) rows of w values; one index_select of whole
-                # rows (about 2x faster than a gather with an index per element)
-                (w,) = widths
-                table = table * (b * n)  # -> first row of that slot
-                self._row_base = torch.arange(b * n, device=device).view(b, n)  # env * n + sensor
-                self.slot_idx = torch.zeros(b, n, dtype=torch.long, device=device)
-                self._gather_src = self.m_ring.buffer.view(r * b * n, w)
-                self._gather_out = self.m_cache.view(b * n, w)
-            else:
-                self.shift_cols = torch.zeros(b, rcols, dtype=torch.long, device=device)
-                self.slot_idx = torch.zeros(b, rcols, dtype=torch.long, device=device)
-                self._gather_index = self.slot_idx.unsqueeze(0)
-                self._gather_src = self.m_ring.buffer
-                self._gather_out = self.m_cache.unsqueeze(0)
-            self._slot_rows = table.unbind(0)  # one view per clock phase, made once
-            self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float32, device=device)
-            self._jitter_u = self.jitter_draw.unbind(0)  # (scale draw, offset draw) views, made once
-            self.jitter_tmp = torch.zeros(b, n, dtype=torch.float32, device=device)
-
-        self._init_nan_policy()
-
-    # -- non-finite policy and reset prefill -------------------------------------------------------------
-    def _init_nan_policy(self) -> None:
-        md, device = self.md, self.md.device
-        icol_policy = [
-            s.options.nan_policy
-            for s in self.sensors
-            for _ in range(s.cache_slice.stop - s.cache_slice.start)
-        ]
-        floating = self.group.dtype.is_floating_point
-        self.raise_sensors = [s for s in self.sensors if s.options.nan_policy == "raise"] if floating else []
-        self.hold_keep = None
-        if floating and "hold" in icol_policy:
-            # True where the raw value is used as is (finite, or the column does not hold)
-            self.hold_passthrough = torch.tensor([p != "hold" for p in icol_policy], device=device)
-            shape = (md.num_envs, len(icol_policy))
-            self.gt_hold = torch.zeros(shape, dtype=self.group.dtype, device=device)
-            self.m_hold = torch.zeros_like(self.gt_hold)
-            self.hold_keep = torch.zeros(shape, dtype=torch.bool, device=device)
-            self.hold_abs = torch.zeros_like(self.gt_hold)
-
-    def _finish_raw_capture(self, gt_tl: Any, m_tl: Any) -> None:
-        mask = self.md.reset_mask
-        gt0, m0 = gt_tl.at(0), m_tl.at(0)
-        if self.raise_sensors:
-            self._raise_on_non_finite(gt0, m0, self.md.capture_rows)
-        if self.hold_keep is not None:
-            for x, hold in ((gt0, self.gt_hold), (m0, self.m_hold)):
-                if mask is not None:
-                    hold.masked_fill_(mask[:, None], 0)  # nothing to hold from the last episode
-                torch.abs(x, out=self.hold_abs)
-                torch.lt(self.hold_abs, float("inf"), out=self.hold_keep)
-                torch.logical_or(self.hold_keep, self.hold_passthrough, out=self.hold_keep)
-                torch.where(self.hold_keep, x, hold, out=x)
-                hold.copy_(x)
-        if mask is not None and self.uses_timeline:
-            for tl, x in ((gt_tl, gt0), (m_tl, m0)):
-                fill_rows(tl.buffer, x, mask, self.tl_scratch)
+    def __call__(self, gt_timeline: Ring, measured_timeline: Ring, ctx: CaptureContext) -> None:
+        """Raw-capture stage: check (``"raise"``) and hold (``"hold"``) slot 0 of both timelines."""
+        gt0, measured0 = gt_timeline.at(0), measured_timeline.at(0)
+        if self.raising:
+            self._raise_on_non_finite(gt0, measured0, ctx.rows)
+        if self.holds:
+            for x, held in ((gt0, self.gt_held), (measured0, self.measured_held)):
+                if ctx.reset_mask is not None:
+                    held.masked_fill_(ctx.reset_mask[:, None], 0)  # nothing to hold from the last episode
+                torch.abs(x, out=self.magnitude)
+                torch.lt(self.magnitude, float("inf"), out=self.keep)
+                torch.logical_or(self.keep, self.passthrough, out=self.keep)
+                torch.where(self.keep, x, held, out=x)
+                held.copy_(x)
 
     def _raise_on_non_finite(self, gt0: torch.Tensor, m0: torch.Tensor, rows: torch.Tensor | None) -> None:
         """``rows``: the envs this capture is for (a partial reset), None for all."""
-        for s in self.raise_sensors:
+        for s in self.raising:
             sl = s.cache_slice
             bad = ~(torch.isfinite(gt0[:, sl]).all(1) & torch.isfinite(m0[:, sl]).all(1))
             if rows is not None:
@@ -266,125 +182,413 @@ class ClassStorage:
                     "for instability, or use nan_policy='hold' to keep the last finite value."
                 )
 
-    # -- the per-step pipeline ---------------------------------------------------------------------------
-    def capture(self, state: Any, reset_mask: torch.Tensor | None) -> None:
-        cls, md = self.cls, self.md
-        cls._update_shared_cache(state, md, self.gt_tl, self.m_tl, self.inter)
-        gt_src = self.gt_tl.at(0)
-        # ground truth: never delayed
-        if self.gt_is_alias:
-            if self.uses_timeline:
-                self.gt_inter.copy_(gt_src)
-        elif self.gt_ring is not None:
-            slot = self._project(gt_src, self.gt_ring, is_measured=False)
-            if reset_mask is not None:
-                self._pad(self.gt_ring.buffer, slot, reset_mask)
-            self.gt_cache.copy_(slot)
-        else:
-            self.gt_cache.copy_(gt_src)
-        # measured: project, store, sample delay + jitter
-        if not self.measured_is_alias:
-            if self.m_ring is not None:
-                slot = self._project(self.inter, self.m_ring, is_measured=True)
-                if self.sampler is not None:
-                    self._sample_and_hold(slot, reset_mask)
-                if reset_mask is not None:
-                    self._pad(self.m_ring.buffer, slot, reset_mask)
-                if self.md.uniform_shift is not None:  # one shift for every env and sensor
-                    self.m_cache.copy_(self.m_ring.at(self.md.uniform_shift))
-                elif self.max_shift:
-                    self._sample_delay(reset_mask)
-                else:
-                    self.m_cache.copy_(slot)
-            else:
-                self.m_cache.copy_(self.inter)
-                if self.sampler is not None:
-                    self._sample_and_hold(self.m_cache, reset_mask)
-            if self.hist is not None:
-                h0 = self.hist.at(0)
-                h0.copy_(self.m_cache)
-                if reset_mask is not None:
-                    self._pad(self.hist.buffer, h0, reset_mask)
+    def row_state(self) -> list[torch.Tensor]:
+        return [self.gt_held, self.measured_held] if self.holds else []
 
-    def _sample_and_hold(self, snapshot: torch.Tensor, reset_mask: torch.Tensor | None) -> None:
-        self.sampler.hold(snapshot, reset_mask, self.md.advancing, self.md.capture_rows)
 
-    def current_shift(self, j: int) -> torch.Tensor | int:
-        """The delay shift (steps) behind sensor ``j``'s current read: ``(B,)`` or one int for all."""
-        if not self.max_shift:
-            return 0
-        if self.md.uniform_shift is not None:
-            return self.md.uniform_shift
-        return self.prev_shift[:, j]
+class PrefillTimelines:
+    """Raw-capture stage of reset captures: every older timeline slot of a reset env holds the value
+    just captured in slot 0 (so a recurrent transform starts in steady state)."""
 
-    def _pad(self, buffer: torch.Tensor, slot0: torch.Tensor, mask: torch.Tensor) -> None:
-        fill_rows(buffer, slot0, mask, self.first_scratch, self.zero_cols, self.pad_scratch)
+    def __init__(self, like: torch.Tensor) -> None:
+        self.scratch = torch.zeros_like(like)
 
-    def _project(self, data: torch.Tensor, ring: Ring, *, is_measured: bool) -> torch.Tensor:
-        slot = ring.at(0)
-        out = self.cls._post_process(self.md, data, ring, is_measured=is_measured)
-        if not _same_storage(out, slot):
+    def __call__(self, gt_timeline: Ring, measured_timeline: Ring, ctx: CaptureContext) -> None:
+        for timeline in (gt_timeline, measured_timeline):
+            fill_rows(timeline.buffer, timeline.at(0), ctx.reset_mask, self.scratch)
+
+
+# -- the stages of a class's capture ----------------------------------------------------------------------
+class CopyToReturnCache:
+    """Stage: the latest snapshot of ``source`` (its slot 0) into a return cache."""
+
+    __slots__ = ("cache", "source")
+
+    def __init__(self, source: Ring, cache: torch.Tensor) -> None:
+        self.source, self.cache = source, cache
+
+    def __call__(self, ctx: CaptureContext) -> None:
+        self.cache.copy_(self.source.at(0))
+
+
+class ProjectIntoRing:
+    """Stage: ``_post_process`` of the branch's intermediate snapshot into slot 0 of its return ring, and
+    (given ``cache``: the GT branch, never delayed) on into the return cache."""
+
+    __slots__ = ("cache", "is_measured", "md", "post_process", "ring", "sensor_cls", "source")
+
+    def __init__(
+        self,
+        sensor_cls: type,
+        md: SensorMetadata,
+        source: Ring,
+        ring: Ring,
+        is_measured: bool,
+        cache: torch.Tensor | None = None,
+    ) -> None:
+        self.sensor_cls, self.md, self.source, self.ring = sensor_cls, md, source, ring
+        self.post_process, self.is_measured, self.cache = sensor_cls._post_process, is_measured, cache
+
+    def __call__(self, ctx: CaptureContext) -> None:
+        slot = self.ring.at(0)
+        out = self.post_process(self.md, self.source.at(0), self.ring, is_measured=self.is_measured)
+        if out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype:
             if out.shape != slot.shape:
                 raise ValueError(
-                    f"{self.cls.__name__}._post_process returned shape {tuple(out.shape)}; the return "
+                    f"{self.sensor_cls.__name__}._post_process returned shape {tuple(out.shape)}; the return "
                     f"format needs {tuple(slot.shape)} (B, return columns)."
                 )
             slot.copy_(out)
-        return slot
+        if self.cache is not None:
+            self.cache.copy_(slot)
 
-    def _sample_delay(self, reset_mask: torch.Tensor | None) -> None:
-        """One gather per class: per env and sensor, ``shift = D + floor(j/dt + u)``, never older than
-        the previous read (``shift <= prev + 1``)."""
-        md = self.md
-        if md.has_jitter:
-            md.random.uniform_(self.jitter_draw, md.capture_rows, 1)
-            u_scale, u_offset = self._jitter_u
-            torch.mul(md.jitter_steps_f32, u_scale, out=self.jitter_tmp)
-            self.jitter_tmp.add_(u_offset).floor_()
-            self.shift.copy_(self.jitter_tmp)
-            torch.minimum(self.shift, md.jitter_ceil, out=self.shift)
-            self.shift.add_(md.delay_steps)
-        else:
-            self.shift.copy_(md.delay_steps)
-        if reset_mask is not None:
-            self.prev_shift.masked_fill_(reset_mask[:, None], _FAR)
-        self.prev_shift.add_(self._one)  # a tensor: adding a Python int would allocate a 0-d tensor
-        torch.minimum(self.shift, self.prev_shift, out=self.shift)
-        self.prev_shift.copy_(self.shift)
-        # slot of the snapshot `shift` steps back: a lookup in the precomputed (t - s) % R table
-        table = self._slot_rows[self.clock.t % self.m_ring.depth]
-        shift = (
-            self.shift
-            if self.per_sensor_index
-            else torch.index_select(self.shift, 1, self.col_to_sensor, out=self.shift_cols)
+
+class SampleAndHold:
+    """Stage: the sampler's own rate and dropout; envs that take no sample this step show the held one."""
+
+    __slots__ = ("sampler", "snapshots")
+
+    def __init__(self, sampler: Sampler, snapshots: Ring) -> None:
+        self.sampler, self.snapshots = sampler, snapshots
+
+    def __call__(self, ctx: CaptureContext) -> None:
+        self.sampler.hold(self.snapshots.at(0), ctx)
+
+
+class WriteHistory:
+    """Stage: this step's measured read into slot 0 of the history ring (history is causal: slot ``i``
+    is what ``read()`` returned ``i`` steps ago)."""
+
+    __slots__ = ("cache", "history")
+
+    def __init__(self, history: Ring, cache: torch.Tensor) -> None:
+        self.history, self.cache = history, cache
+
+    def __call__(self, ctx: CaptureContext) -> None:
+        self.history.at(0).copy_(self.cache)
+
+
+class PadRing:
+    """Stage of reset captures: padding of the reset envs' rows of a return ring (see :class:`Padding`)."""
+
+    __slots__ = ("padding", "ring")
+
+    def __init__(self, ring: Ring, padding: Padding) -> None:
+        self.ring, self.padding = ring, padding
+
+    def __call__(self, ctx: CaptureContext) -> None:
+        ring, pad = self.ring, self.padding
+        fill_rows(ring.buffer, ring.at(0), ctx.reset_mask, pad.first, pad.zero_columns, pad.scratch)
+
+
+# -- storage ----------------------------------------------------------------------------------------------
+class DtypeGroup:
+    """Buffers shared by all classes whose intermediate dtype is ``dtype``."""
+
+    def __init__(
+        self, dtype: torch.dtype, cols: int, ring_cols: int, depth: int, num_envs: int, device: torch.device,
+        clock: Clock,
+    ) -> None:  # fmt: skip
+        self.dtype, self.cols = dtype, cols
+        self.inter = torch.zeros(num_envs, cols, dtype=dtype, device=device)
+        self.gt_inter = torch.zeros(num_envs, cols, dtype=dtype, device=device)
+        self.gt_timeline = self.m_timeline = None
+        if ring_cols:
+            self.gt_timeline = Ring(depth, num_envs, ring_cols, dtype, device, clock)
+            self.m_timeline = Ring(depth, num_envs, ring_cols, dtype, device, clock)
+        self.draws: torch.Tensor | None = None  # (2, B, span) standard normals: noise, random walk
+
+    def block(self, buffer: torch.Tensor, cols: slice) -> torch.Tensor:
+        """The contiguous ``(B, width)`` block of columns ``cols`` of a ``(B, cols)`` group buffer (the
+        storage is class-major: the block holds ``B * width`` consecutive elements)."""
+        b = buffer.shape[0]
+        return buffer.view(-1)[b * cols.start : b * cols.stop].view(b, cols.stop - cols.start)
+
+    def plan_draws(self, storages: list[ClassStorage], one_generator: bool) -> list[torch.Tensor]:
+        """Lay out this step's standard normals over the classes that need them and hand each its
+        ``(2, B, c)`` block; returns what to fill per step (the whole buffer with one generator, else one
+        block per class: per-env generators draw by env row)."""
+        users = [storage for storage in storages if storage.md.imperfections.needs_draws]
+        for storage in storages:
+            if storage not in users:
+                storage.md.imperfections.use_draws(None)
+        if not users:
+            self.draws = None
+            return []
+        lo, hi = (
+            min(storage.columns.start for storage in users),
+            max(storage.columns.stop for storage in users),
         )
-        torch.index_select(table, 0, shift.view(-1), out=self.slot_idx.view(-1))
-        if self.per_sensor_index:
-            self.slot_idx.add_(self._row_base)
-            torch.index_select(self._gather_src, 0, self.slot_idx.view(-1), out=self._gather_out)
+        b = self.inter.shape[0]
+        if self.draws is None or self.draws.shape[2] != hi - lo or self._draw_start != lo:
+            self.draws = torch.zeros(2, b, hi - lo, dtype=self.dtype, device=self.inter.device)
+            self._draw_start = lo
+        views = []
+        for storage in users:  # class-major like the buffers: each class's draws are contiguous (B, c) blocks
+            start, stop = storage.columns.start - lo, storage.columns.stop - lo
+            view = self.draws.view(2, -1)[:, b * start : b * stop].view(2, b, stop - start)
+            storage.md.imperfections.use_draws(view)
+            views.append(view)
+        return [self.draws] if one_generator else views
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        out = {"inter": self.inter, "gt_inter": self.gt_inter}
+        if self.gt_timeline is not None:
+            out["gt_timeline"] = self.gt_timeline.buffer
+            out["m_timeline"] = self.m_timeline.buffer
+        return out
+
+
+class ClassStorage:
+    """Buffers, components and the planned capture of one sensor class (see the module docstring).
+
+    Public read-only views (what a packer such as the Gymnasium layer's ``ObservationLayout`` reads):
+    :attr:`measured_cache`, :attr:`ground_truth_cache` ``(B, return cols)``, :attr:`measured_history`
+    (a :class:`~sensorgym.core.ring.Ring` of the last ``history_length`` measured reads, or None),
+    :attr:`ground_truth_history`; :meth:`ring_depths` and :meth:`stage_names` for diagnostics.
+    """
+
+    def __init__(
+        self,
+        sensor_cls: type,
+        sensors: list,
+        group: DtypeGroup,
+        columns: slice,
+        return_dtype: torch.dtype,
+        return_cols: int,
+        *,
+        dt: float,
+        random: Any,
+        clock: Clock,
+        compiled: bool,
+        episode_steps: torch.Tensor,
+    ) -> None:
+        b, device = group.inter.shape[0], group.inter.device
+        self.cls, self.sensors, self.group, self.columns = sensor_cls, sensors, group, columns
+        self.return_dtype, self.return_cols = return_dtype, return_cols
+        self.working = group.block(group.inter, columns)  # this step's measured intermediate snapshot
+        self.gt_intermediate = group.block(group.gt_inter, columns)
+        self.uses_timeline = reads_timeline(sensor_cls)
+        if self.uses_timeline:  # timeline classes come first in a group: their blocks start at column 0
+            self.timeline = group.gt_timeline.block(columns.start, _cols(columns))
+            self.measured_timeline = group.m_timeline.block(columns.start, _cols(columns))
         else:
-            torch.gather(self._gather_src, 0, self._gather_index, out=self._gather_out)
+            self.timeline = Ring.single(self.gt_intermediate, clock)
+            self.measured_timeline = Ring.single(self.working, clock)
+        simple = any(isinstance(s.options, SimpleSensorOptions) for s in sensors)
+        self.params = ParameterTable(
+            sensors, b, dt, device, random, [_cols(s.cache_slice) for s in sensors],
+            group.dtype if simple and group.dtype.is_floating_point else None,
+        )  # fmt: skip
+        self.nan_policy = NanPolicy.build(sensors, self.working, clock)
+        raw_step = [self.nan_policy] if self.nan_policy is not None else []
+        raw_reset = raw_step + ([PrefillTimelines(self.working)] if self.uses_timeline else [])
+        self.md = SensorMetadata(
+            sensor_cls, sensors, b, dt, device, random, self.params,
+            HardwareImperfections(self.params, compiled), raw_step, raw_reset,
+        )  # fmt: skip
+
+        post_processed = _overrides(sensor_cls, "_post_process")
+        same_space = return_dtype == group.dtype and return_cols == _cols(columns)
+        self.history_length = max(s.options.history_length for s in sensors)
+        shifts = self.params.max_shift_per_sensor()
+        self.max_shift = max(shifts)
+        widths = [_cols(s.return_slice) for s in sensors]
+        check_ring_memory(sensors, shifts, b, return_cols, return_dtype, device, dt)
+        self.sampler: Sampler | None = None
+        if any(needs_sampler(s.options, dt) for s in sensors):
+            self.sampler = Sampler(
+                sensors, widths, b, dt, device, random, clock, return_dtype,
+                self.max_shift + 1 if self.max_shift else 0, episode_steps,
+            )  # fmt: skip
+        gt_zero_copy = same_space and not post_processed and self.history_length == 0
+        measured_zero_copy = gt_zero_copy and self.max_shift == 0 and self.sampler is None
+
+        def ring(depth: int) -> Ring:
+            return Ring(depth, b, return_cols, return_dtype, device, clock)
+
+        def cache() -> torch.Tensor:
+            return torch.zeros(b, return_cols, dtype=return_dtype, device=device)
+
+        self.gt_cache = self.gt_intermediate if gt_zero_copy else cache()
+        self.m_cache = self.working if measured_zero_copy else cache()
+        min_depth = 2 if post_processed else 1  # _post_process may read timeline.at(1)
+        self.gt_ring = (
+            ring(max(self.history_length, min_depth)) if (post_processed or self.history_length) else None
+        )
+        self.delay_line: DelayLine | None = None
+        try:
+            if self.max_shift:
+                depth = max(self.max_shift + 1, min_depth)
+                self.delay_line = DelayLine(widths, self.params, self.m_cache, depth, random, clock)
+            self.m_ring = (
+                self.delay_line.ring if self.delay_line else (ring(min_depth) if post_processed else None)
+            )
+        except (RuntimeError, MemoryError) as e:  # the allocator refused: say which option asked for it
+            raise ring_memory_error(sensors, shifts, b, return_cols, return_dtype, device, dt, None) from e
+        self.hist = ring(self.history_length) if self.history_length else None
+        zero = [s.options.padding_type == "zero" for s in sensors for _ in range(_cols(s.return_slice))]
+        self.padding = Padding(zero, self.m_cache)
+        self.plan()
+
+    # -- the planned capture -----------------------------------------------------------------------------
+    def plan(self) -> None:
+        """Compose the capture's stages from the configuration (at build, after a setter that changes
+        what can vary, after loading a checkpoint)."""
+        if self.delay_line is not None:
+            self.delay_line.follow_parameters()
+        self.md.imperfections.plan()
+        stages: list[tuple[Any, bool]] = []  # (stage, only in reset captures)
+        cls, md = self.cls, self.md
+        # ground truth: never delayed
+        if self.gt_is_alias:
+            if self.uses_timeline:
+                stages.append((CopyToReturnCache(self.timeline, self.gt_cache), False))
+        elif self.gt_ring is not None:
+            # padding keeps slot 0, so the cache can be written before the ring is padded
+            stages.append(
+                (ProjectIntoRing(cls, md, self.timeline, self.gt_ring, False, self.gt_cache), False)
+            )
+            stages.append((PadRing(self.gt_ring, self.padding), True))
+        else:
+            stages.append((CopyToReturnCache(self.timeline, self.gt_cache), False))
+        # measured: project, hold, delay (+ jitter), history
+        if not self.measured_is_alias:
+            working = Ring.single(self.working, self.timeline.clock)
+            if self.m_ring is not None:
+                stages.append((ProjectIntoRing(cls, md, working, self.m_ring, True), False))
+                if self.sampler is not None:
+                    stages.append((SampleAndHold(self.sampler, self.m_ring), False))
+                stages.append((PadRing(self.m_ring, self.padding), True))
+                if self.delay_line is not None:
+                    stages.append((self.delay_line.stage(), False))
+                else:
+                    stages.append((CopyToReturnCache(self.m_ring, self.m_cache), False))
+            else:
+                stages.append((CopyToReturnCache(working, self.m_cache), False))
+                if self.sampler is not None:
+                    m_cache = Ring.single(self.m_cache, self.timeline.clock)
+                    stages.append((SampleAndHold(self.sampler, m_cache), False))
+            if self.hist is not None:
+                stages.append((WriteHistory(self.hist, self.m_cache), False))
+                stages.append((PadRing(self.hist, self.padding), True))
+        self.step_stages = tuple(stage for stage, reset_only in stages if not reset_only)
+        self.reset_stages = tuple(stage for stage, _ in stages)
+
+    def capture(self, state: Any, ctx: CaptureContext) -> None:
+        """One capture of the class: its hook, then its planned stages."""
+        self.cls._update_shared_cache(state, self.md, self.timeline, self.measured_timeline, self.working)
+        for stage in self.step_stages if ctx.reset_mask is None else self.reset_stages:
+            stage(ctx)
+
+    def stage_names(self, reset: bool = False) -> list[str]:
+        """Names of the stages a step (``reset=True``: a reset capture) runs after the class's hook."""
+        return [
+            getattr(s, "__name__", type(s).__name__)
+            for s in (self.reset_stages if reset else self.step_stages)
+        ]
+
+    # -- reads -------------------------------------------------------------------------------------------
+    @property
+    def measured_cache(self) -> torch.Tensor:
+        """``(B, return cols)``: the current measured reads of the class (read-only by contract)."""
+        return self.m_cache
+
+    @property
+    def ground_truth_cache(self) -> torch.Tensor:
+        """``(B, return cols)``: the current ground truth of the class."""
+        return self.gt_cache
+
+    @property
+    def measured_history(self) -> Ring | None:
+        """Ring of the last ``history_length`` measured reads (``at(i)``: the read ``i`` steps ago)."""
+        return self.hist
+
+    @property
+    def ground_truth_history(self) -> Ring | None:
+        """Ring of the last GT snapshots in return space (None without history or ``_post_process``)."""
+        return self.gt_ring
+
+    @property
+    def gt_is_alias(self) -> bool:
+        """Whether the GT return cache is the GT intermediate block itself (zero copy)."""
+        return self.gt_cache.data_ptr() == self.gt_intermediate.data_ptr()
+
+    @property
+    def measured_is_alias(self) -> bool:
+        """Whether the measured return cache is the working buffer itself (zero copy: no measured stage)."""
+        return self.m_cache.data_ptr() == self.working.data_ptr()
+
+    def current_shift(self, j: int) -> torch.Tensor | int:
+        """The delay shift (steps) behind sensor ``j``'s current read: ``(B,)`` or one int for all."""
+        return 0 if self.delay_line is None else self.delay_line.current_shift(j)
+
+    def ring_depths(self) -> list[int]:
+        """Depths of every ring the class's capture indexes by the clock (CUDA-graph phases)."""
+        rings = [self.timeline if self.uses_timeline else None, self.gt_ring, self.m_ring, self.hist]
+        if self.sampler is not None:
+            rings.append(self.sampler.sample_ring)
+        return [r.depth for r in rings if r is not None]
+
+    # -- old names, kept for readers outside the engine -------------------------------------------------
+    @property
+    def islice(self) -> slice:
+        return self.columns
+
+    @property
+    def rcols(self) -> int:
+        return self.return_cols
+
+    @property
+    def rdtype(self) -> torch.dtype:
+        return self.return_dtype
+
+    @property
+    def H(self) -> int:
+        return self.history_length
+
+    @property
+    def inter(self) -> torch.Tensor:
+        return self.working
+
+    @property
+    def gt_inter(self) -> torch.Tensor:
+        return self.gt_intermediate
+
+    @property
+    def gt_tl(self) -> Ring:
+        return self.timeline
+
+    @property
+    def m_tl(self) -> Ring:
+        return self.measured_timeline
+
+    @property
+    def prev_shift(self) -> torch.Tensor | None:
+        return None if self.delay_line is None else self.delay_line.prev_shift
+
+    @property
+    def jitter_draw(self) -> torch.Tensor | None:
+        return None if self.delay_line is None else self.delay_line.jitter_draw
 
     # -- save/restore and persistence --------------------------------------------------------------------
     def row_state(self) -> list[torch.Tensor]:
         """Tensors (leading dim B) a capture writes for every env: what a reset must restore for the
         envs it does not reset."""
-        out = [self.inter, self.gt_inter]
+        out = [self.working, self.gt_intermediate]
         if self.uses_timeline:
-            out += [self.gt_tl.at(0), self.m_tl.at(0)]
-        for ring in (self.gt_ring, self.m_ring, self.hist):
-            if ring is not None:
-                out.append(ring.at(0))
+            out += [self.timeline.at(0), self.measured_timeline.at(0)]
+        out += [ring.at(0) for ring in (self.gt_ring, self.m_ring, self.hist) if ring is not None]
         if not self.gt_is_alias:
             out.append(self.gt_cache)
         if not self.measured_is_alias:
             out.append(self.m_cache)
-        if self.max_shift:
-            out.append(self.prev_shift)
-        if self.md.has_component_params:
-            out.append(self.md.random_walk_state)
-        if self.hold_keep is not None:
-            out += [self.gt_hold, self.m_hold]
+        if self.delay_line is not None:
+            out.append(self.delay_line.prev_shift)
+        if self.params.has_component_params:
+            out.append(self.md.imperfections.random_walk_state)
+        if self.nan_policy is not None:
+            out += self.nan_policy.row_state()
         if self.sampler is not None:
             out += self.sampler.row_state()
         out += list(self.md.extra.values())
@@ -392,7 +596,7 @@ class ClassStorage:
 
     def parameter_tensors(self) -> list[torch.Tensor]:
         """The per-env option values a reset resamples."""
-        out = list(self.md.parameter_tensors())
+        out = list(self.params.parameter_tensors())
         if self.sampler is not None:
             out += self.sampler.parameter_tensors()
         return out
@@ -407,17 +611,21 @@ class ClassStorage:
             out["gt_cache"] = self.gt_cache
         if not self.measured_is_alias:
             out["m_cache"] = self.m_cache
-        if self.max_shift:
-            out["prev_shift"] = self.prev_shift
-        if self.hold_keep is not None:
-            out["gt_hold"], out["m_hold"] = self.gt_hold, self.m_hold
+        if self.delay_line is not None:
+            out["prev_shift"] = self.delay_line.prev_shift
+        if self.nan_policy is not None and self.nan_policy.holds:
+            out["gt_hold"], out["m_hold"] = self.nan_policy.row_state()
         if self.sampler is not None:
             for k, v in self.sampler.state_tensors().items():
                 out[f"sampler.{k}"] = v
-        for k, v in self.md.state_tensors().items():
+        for k, v in self.params.state_tensors().items():
             out[f"md.{k}"] = v
+        if self.params.has_component_params:
+            out["md.random_walk_state"] = self.md.imperfections.random_walk_state
+        for k, v in self.md.extra.items():
+            out[f"md.extra.{k}"] = v
         return out
 
 
-def _width(sensor: Any) -> int:
-    return sensor.return_slice.stop - sensor.return_slice.start
+def _cols(columns: slice) -> int:
+    return columns.stop - columns.start

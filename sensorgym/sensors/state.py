@@ -110,35 +110,42 @@ def _check_numeric(entry: Any, key: str, sensor: str) -> None:
 
 
 def _plan(md: Any) -> list[tuple[str, slice, list]]:
-    """Runs of consecutive sensors reading the same state entry into consecutive raw columns."""
-    plan: list[tuple[str, slice, list]] = []
-    for s in md.sensors:
-        if plan and plan[-1][0] == s.options.key and plan[-1][1].stop == s.cache_slice.start:
-            key, cols, sensors = plan[-1]
-            plan[-1] = (key, slice(cols.start, s.cache_slice.stop), [*sensors, s])
-        else:
-            plan.append((s.options.key, s.cache_slice, [s]))
-    md.state_plan = plan
-    md.state_index = {}
+    """Runs of consecutive sensors reading the same state entry into consecutive raw columns (made once,
+    kept in ``md.constants``)."""
+    plan = md.constants.get("state_plan")
+    if plan is None:
+        plan = []
+        for s in md.sensors:
+            if plan and plan[-1][0] == s.options.key and plan[-1][1].stop == s.cache_slice.start:
+                key, cols, sensors = plan[-1]
+                plan[-1] = (key, slice(cols.start, s.cache_slice.stop), [*sensors, s])
+            else:
+                plan.append((s.options.key, s.cache_slice, [s]))
+        md.constants["state_plan"] = plan
     return plan
 
 
-def _merged_selection(md: Any, cols: slice, sensors: list, t: torch.Tensor) -> torch.Tensor | None:
-    """``t[:, concatenated indices]`` for a run whose sensors all select from a 2-D entry, else None."""
-    if len(sensors) < 2 or t.dim() != 2 or any(s.options.index is None for s in sensors):
+def _merged_selection(md: Any, cols: slice, sensors: list, x: Any) -> Any:
+    """``x[:, concatenated indices]`` (a tensor or a numpy array) for a run whose sensors all select from
+    a 2-D entry, else None."""
+    if len(sensors) < 2 or x.ndim != 2 or any(s.options.index is None for s in sensors):
         return None
-    n = t.shape[1]
+    n = x.shape[1]
+    device = x.device if torch.is_tensor(x) else None  # None: a numpy array
     # one selection per run (its raw columns identify it): two runs may read the same entry
-    cache_key = (cols.start, n, t.device)
-    sel = md.state_index.get(cache_key)
+    selections = md.constants.setdefault("state_selections", {})
+    cache_key = (cols.start, n, device)
+    sel = selections.get(cache_key)
     if sel is None:
         idx = [i % n for s in sensors for i in s.options.index]
         if idx == list(range(idx[0], idx[0] + len(idx))):
             sel = slice(idx[0], idx[0] + len(idx))  # a contiguous range: a view
+        elif device is None:
+            sel = np.asarray(idx, dtype=np.int64)
         else:
-            sel = torch.tensor(idx, dtype=torch.long, device=t.device)
-        md.state_index[cache_key] = sel
-    return t[:, sel] if isinstance(sel, slice) else t.index_select(1, sel)
+            sel = torch.tensor(idx, dtype=torch.long, device=device)
+        selections[cache_key] = sel
+    return x[:, sel] if isinstance(sel, slice) or device is None else x.index_select(1, sel)
 
 
 class StateSensor(SimpleSensor):
@@ -208,7 +215,7 @@ class StateSensor(SimpleSensor):
         b = md.num_envs
         # an entry of the type, shape and dtype that passed last step passes again: the full check
         # (shape arithmetic, dtype kinds) runs only when one of them changes
-        passed = md.__dict__.setdefault("checked_entries", {})
+        passed = md.constants.setdefault("checked_entries", {})
         for s in md.sensors:
             o = s.options
             entry = _entry(state, o.key, s.name)
@@ -232,45 +239,51 @@ class StateSensor(SimpleSensor):
 
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
+        """One definition for numpy and torch entries: every run of sensors is selected from its entry
+        (numpy arrays stay numpy, torch tensors stay torch) and written into its raw columns."""
         b = md.num_envs
-        plan = md.__dict__.get("state_plan") or _plan(md)
-        if (
+        plan = _plan(md)
+        # numpy entries into a CPU buffer are written through a numpy view of it: a numpy assignment
+        # (which casts like copy_) costs a fraction of a torch op's dispatch
+        numpy_route = (
             raw.device.type == "cpu"
             and raw.dtype in _NUMPY_DTYPES
             and not any(torch.is_tensor(state[key]) for key, _, _ in plan)
-        ):
-            # numpy entries into a CPU buffer: one numpy assignment per sensor (it casts like copy_),
-            # where the torch route costs four op dispatches (wrap, select, reshape, copy)
-            raw_np = raw.numpy()
-            for key, _, sensors in plan:
-                src = np.asarray(state[key])
-                for s in sensors:
-                    x = src if s.options.index is None else s._select(src[:, None] if src.ndim == 1 else src)
-                    raw_np[:, s.cache_slice] = x.reshape(b, -1)
-            return
-        tensors: dict[str, torch.Tensor] = {}  # each state entry converted once per step
-        parts: list[tuple[slice, torch.Tensor]] = []  # (raw columns, (B, c) source), in column order
+        )
+        target = raw.numpy() if numpy_route else raw
+        entries: dict[str, Any] = {}  # each state entry converted once per step
+        parts: list[tuple[slice, Any]] = []  # (raw columns, (B, c) source), in column order
         for key, cols, sensors in plan:
-            t = tensors.get(key)
-            if t is None:
+            x = entries.get(key)
+            if x is None:
                 src = state[key]
-                t = tensors[key] = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
-            merged = _merged_selection(md, cols, sensors, t)
+                if numpy_route:
+                    x = np.asarray(src)
+                else:
+                    x = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
+                entries[key] = x
+            merged = _merged_selection(md, cols, sensors, x)
             if merged is not None:  # one source for every sensor of the run
                 parts.append((cols, merged))
                 continue
             for s in sensors:
-                x = t
-                if s.options.index is not None:
-                    x = s._select(x[:, None] if x.dim() == 1 else x)
-                parts.append((s.cache_slice, x.reshape(b, -1)))
-        if len(parts) > 1 and raw.is_contiguous() and all(x.device == raw.device for _, x in parts):
+                y = x if s.options.index is None else s._select(x[:, None] if x.ndim == 1 else x)
+                parts.append((s.cache_slice, y.reshape(b, -1)))
+        if (
+            not numpy_route
+            and len(parts) > 1
+            and raw.is_contiguous()
+            and all(x.device == raw.device for _, x in parts)
+        ):
             # the sources tile raw's columns in order: one cat writes every row once, where a copy per
             # source into a narrow column slice would pay a loop per row and source (~6x slower at large B)
             torch.cat([x for _, x in parts], dim=1, out=raw)
             return
         for cols, x in parts:
-            raw[:, cols].copy_(x)
+            if numpy_route:
+                target[:, cols] = x
+            else:
+                raw[:, cols].copy_(x)
 
     def _select(self, t: torch.Tensor) -> torch.Tensor:
         """``t[..., index]`` (a tensor or a numpy array): a view when the index is a contiguous ascending

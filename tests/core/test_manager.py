@@ -58,21 +58,21 @@ def test_layout_contiguous_class_slices_and_alias():
     mgr.reset(_wide_ramp(0))
     st_state, st_th, st_f = (mgr.storage(c) for c in (sg.StateSensor, ThresholdSensor, type(f)))
     # one float32 group holds the three classes, each a contiguous block (class-major storage)
-    spans = sorted((s.islice.start, s.islice.stop) for s in (st_state, st_th, st_f))
+    spans = sorted((s.columns.start, s.columns.stop) for s in (st_state, st_th, st_f))
     assert spans[0][0] == 0 and all(x[1] == y[0] for x, y in itertools.pairwise(spans))
     group = st_state.group
     assert st_state.group is st_th.group is st_f.group
     for st in (st_state, st_th, st_f):
-        assert st.inter.is_contiguous() and st.gt_inter.is_contiguous()
-        assert st.inter.data_ptr() == group.inter.data_ptr() + 4 * st.islice.start * 4  # B=4, float32
+        assert st.working.is_contiguous() and st.gt_intermediate.is_contiguous()
+        assert st.working.data_ptr() == group.inter.data_ptr() + 4 * st.columns.start * 4  # B=4, float32
         if st.uses_timeline:
-            assert st.m_tl.at(0).is_contiguous() and st.gt_tl.at(1).is_contiguous()
+            assert st.measured_timeline.at(0).is_contiguous() and st.timeline.at(1).is_contiguous()
     assert a.cache_slice == slice(0, 2) and plain.cache_slice == slice(2, 3)
     # rings only where needed; GT of a class without history/post-process aliases the intermediate
     assert st_th.m_ring is not None and st_th.gt_ring is not None  # post-process: depth >= 2
     assert st_th.gt_ring.depth == 2 and st_th.m_ring.depth == 2
     assert st_state.hist.depth == 3 and st_state.gt_ring.depth == 3
-    assert st_f.gt_is_alias and st_f.gt_cache.data_ptr() == st_f.gt_inter.data_ptr()
+    assert st_f.gt_is_alias and st_f.ground_truth_cache.data_ptr() == st_f.gt_intermediate.data_ptr()
 
 
 def test_zero_copy_alias_read_is_a_view_of_the_intermediate():

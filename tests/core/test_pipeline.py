@@ -100,7 +100,7 @@ def test_jitter_sampler_mean_without_holds():
         prev = as_np(s.read())[:, 0]
         shifts.append(t - prev)
         # a fresh jitter sample needs a fresh monotone state: reset all envs' shift history cheaply
-        s._storage.prev_shift.fill_(1 << 40)
+        s._storage.delay_line.prev_shift.fill_(1 << 40)
     shifts = np.concatenate(shifts)
     # shift = 2 + floor(j/dt + u), j ~ U[0, 1.5 dt): mean 2 + 0.75, values in {2, 3, 4}
     assert abs(shifts.mean() - 2.75) < 0.02

@@ -1,0 +1,388 @@
+"""The parameter table of one sensor class: per-env values of every option that may vary per env.
+
+A :class:`ParameterTable` owns, per env, the ``delay`` and ``jitter`` of every sensor (seconds,
+``(B, n_sensors)``) and the ``noise``, ``bias``, ``random_walk`` and ``resolution`` of every component
+(``(B, cols)``, floating classes only), the tables derived from them (delay in steps, effective jitter,
+quantization steps), and everything that writes them:
+
+* domain randomization: an option given as a distribution is sampled per env at every reset of that env
+  (:meth:`resample`; delay and jitter once per sensor, the others once per component) and held for the
+  episode; :meth:`randomization` reads the values back for a critic;
+* the run-time setters (:meth:`set_component`, :meth:`set_time`), which validate their input first;
+* flags that say which imperfections can ever be non-zero (``has_noise`` ...), from which the capture's
+  stages are planned at build and re-planned after a setter.
+
+The delay rule itself is ``D = round(delay / dt)`` (half to even); the effective jitter is
+``min(jitter, delay) / dt`` steps and can add at most ``ceil(jitter / dt)`` steps.
+
+Example:
+    >>> import torch, sensorgym as sg
+    >>> from sensorgym.core.parameters import ParameterTable
+    >>> opts = sg.StateSensorOptions(key="x", shape=(2,), delay=0.04, noise=(0.1, 0.2))
+    >>> class S:  # a stand-in for a built sensor: its options and its columns
+    ...     options, cache_slice, index, name = opts, slice(0, 2), 0, "x"
+    >>> table = ParameterTable([S()], num_envs=3, dt=0.02, device=torch.device("cpu"),
+    ...                        random=None, sensor_cols=[2], param_dtype=torch.float32)
+    >>> table.delay_steps[:, 0].tolist(), table.noise[0].tolist(), table.fixed_shift
+    ([2, 2, 2], [0.10000000149011612, 0.20000000298023224], 2)
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from .options import SimpleSensorOptions, bounds_of
+from .randomization import Distribution
+
+if TYPE_CHECKING:
+    from .rng import RandomSource
+    from .sensor import Sensor
+
+__all__ = ["COMPONENT_FIELDS", "TIME_FIELDS", "ParameterTable", "delay_steps", "jitter_extra_steps"]
+
+TIME_FIELDS = ("delay", "jitter")
+COMPONENT_FIELDS = ("noise", "bias", "random_walk", "resolution")
+_NON_NEGATIVE = ("noise", "random_walk", "resolution", "delay", "jitter")
+_EPS = 1e-9
+#: the flags a checkpoint carries (they say which imperfections a setter has switched on)
+FLAG_NAMES = (
+    "has_noise",
+    "has_bias",
+    "has_random_walk",
+    "has_resolution",
+    "has_jitter",
+    "resolution_all_active",
+    "uniform_shift",
+)
+
+
+def delay_steps(seconds: float, dt: float) -> int:
+    """``D = round(delay / dt)`` (half to even, like ``torch.round``)."""
+    return round(seconds / dt)
+
+
+def jitter_extra_steps(seconds: float, dt: float) -> int:
+    """Largest extra shift jitter can add: ``ceil(jitter / dt)`` (0 for no jitter)."""
+    return max(0, math.ceil(seconds / dt - _EPS))
+
+
+def deepest_shift(options: Any, dt: float) -> int:
+    """The deepest delay + jitter shift (steps) a sensor's options can reach: what its ring must hold."""
+    d_hi = bounds_of(options.delay)[1]
+    j_hi = min(bounds_of(options.jitter)[1], d_hi)
+    shift = delay_steps(d_hi, dt) + jitter_extra_steps(j_hi, dt)
+    if options.max_delay is not None:
+        shift = max(shift, jitter_extra_steps(options.max_delay, dt) + 1)
+    return shift
+
+
+def _components(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+class ParameterTable:
+    """Per-env option values of one sensor class (see the module docstring).
+
+    Args:
+        sensors: the class's sensors in column order (``.options``, ``.cache_slice``, ``.index``).
+        num_envs, dt, device, random: the manager's.
+        sensor_cols: intermediate columns of each sensor.
+        param_dtype: dtype of the per-component tables, None for a class without them.
+    """
+
+    def __init__(
+        self,
+        sensors: list[Sensor],
+        num_envs: int,
+        dt: float,
+        device: torch.device,
+        random: RandomSource | None,
+        sensor_cols: list[int],
+        param_dtype: torch.dtype | None,
+    ) -> None:
+        self.sensors, self.dt, self.device, self.random = sensors, dt, device, random
+        b, n = num_envs, len(sensors)
+        f64 = dict(dtype=torch.float64, device=device)
+        self.delay_seconds = torch.zeros(b, n, **f64)
+        self.jitter_seconds = torch.zeros(b, n, **f64)
+        self.delay_steps = torch.zeros(b, n, dtype=torch.long, device=device)
+        self.jitter_steps = torch.zeros(b, n, **f64)  # effective: min(jitter, delay) / dt
+        self.jitter_ceil = torch.zeros(b, n, dtype=torch.long, device=device)
+        self.jitter_steps_f32 = torch.zeros(b, n, dtype=torch.float32, device=device)
+        self._time_scratch = torch.zeros(b, n, **f64)
+        # field -> [(columns, distribution)] of the options given as distributions
+        self._random: dict[str, list[tuple[slice, Distribution]]] = {}
+        self._random_cols: dict[str, torch.Tensor] = {}
+        self._random_scratch: dict[str, torch.Tensor] = {}
+        self.has_component_params = param_dtype is not None
+        self.has_noise = self.has_bias = self.has_random_walk = self.has_resolution = False
+        self.resolution_all_active = False  # every component quantized: no mask needed
+        self.has_jitter = False
+        # the one delay shift of every env and sensor while it cannot vary (no jitter, no randomized or
+        # per-sensor delays, no setter call yet): the delayed read is then one slot copy
+        self.uniform_shift: int | None = None
+        if param_dtype is not None:
+            p = dict(dtype=param_dtype, device=device)
+            cols = sum(sensor_cols)
+            self.noise = torch.zeros(b, cols, **p)
+            self.bias = torch.zeros(b, cols, **p)
+            self.random_walk = torch.zeros(b, cols, **p)
+            self.resolution = torch.zeros(b, cols, **p)
+            self.resolution_step = torch.ones(b, cols, **p)  # r where r > 0, else 1 (a safe divisor)
+            self.resolution_active = torch.zeros(b, cols, dtype=torch.bool, device=device)
+            self._one = torch.ones((), **p)
+        self._init_from_options(sensor_cols)
+
+    @property
+    def fixed_shift(self) -> int | None:
+        """The one delay shift (steps) of every env and sensor while it cannot vary, else None."""
+        return self.uniform_shift
+
+    # -- construction ----------------------------------------------------------------------------------
+    def _init_from_options(self, sensor_cols: list[int]) -> None:
+        for j, s in enumerate(self.sensors):
+            opts = s.options
+            for name in TIME_FIELDS:
+                self._init_time(j, s, name, getattr(opts, name))
+            if isinstance(opts, SimpleSensorOptions):
+                if not self.has_component_params:
+                    raise TypeError(
+                        f"sensor {s.name!r}: {type(opts).__name__} has noise/bias/random_walk/resolution "
+                        f"but {type(s).__name__} has a non-floating intermediate dtype. Fix: declare a "
+                        "floating _get_intermediate_dtype and project in _post_process."
+                    )
+                for name in COMPONENT_FIELDS:
+                    self._init_component(s, name, getattr(opts, name), sensor_cols[j])
+        if self.has_component_params:
+            self.resolution_all_active = all(
+                bounds_of(v)[0] > 0
+                for s in self.sensors
+                for v in _components(getattr(s.options, "resolution", 0.0))
+            )
+        delays = {s.options.delay for s in self.sensors}
+        if not self.has_jitter and "delay" not in self._random and len(delays) == 1:
+            self.uniform_shift = delay_steps(delays.pop(), self.dt)
+        for name, entries in self._random.items():
+            like = self.delay_seconds if name in TIME_FIELDS else self.noise
+            cols = torch.zeros(like.shape[1], dtype=torch.bool, device=self.device)
+            for sl, _ in entries:
+                cols[sl] = True
+            self._random_cols[name] = cols
+            self._random_scratch[name] = torch.zeros_like(like)
+        self.refresh_derived()
+
+    def _init_time(self, j: int, s: Sensor, name: str, value: float | Distribution) -> None:
+        if isinstance(value, Distribution):
+            self._random.setdefault(name, []).append((slice(j, j + 1), value))
+            hi = value.bounds[1]
+        else:
+            self._param(name)[:, j] = value
+            hi = value
+            if name == "delay":
+                self._warn_delay(s, value)
+        if name == "jitter" and hi > 0:
+            self.has_jitter = True
+
+    def _warn_delay(self, s: Sensor, seconds: float) -> None:
+        steps = seconds / self.dt
+        if abs(steps - round(steps)) > 1e-6:
+            d = delay_steps(seconds, self.dt)
+            warnings.warn(
+                f"sensor {s.name!r}: delay={seconds:g} s is not a multiple of dt={self.dt:g} s; it is "
+                f"rounded to {d} step(s) = {d * self.dt:g} s.",
+                stacklevel=4,
+            )
+
+    def _init_component(self, s: Sensor, name: str, value: Any, ncomp: int) -> None:
+        sl = s.cache_slice
+        if isinstance(value, tuple):
+            if len(value) not in (1, ncomp):
+                raise ValueError(
+                    f"{type(s.options).__name__}.{name} has {len(value)} values but sensor {s.name!r} "
+                    f"has {ncomp} components. Fix: give one value (all components) or exactly {ncomp}."
+                )
+            if len(value) == 1:
+                value = value[0]
+        values = value if isinstance(value, tuple) else (value,) * ncomp
+        for i, v in enumerate(values):
+            col = slice(sl.start + i, sl.start + i + 1)
+            if isinstance(v, Distribution):
+                self._random.setdefault(name, []).append((col, v))
+                lo, hi = v.bounds
+                nonzero = lo != 0.0 or hi != 0.0
+            else:
+                self._param(name)[:, col] = v
+                nonzero = v != 0.0
+            if nonzero:
+                setattr(self, f"has_{name}", True)
+
+    # -- derived tables --------------------------------------------------------------------------------
+    def refresh_derived(self) -> None:
+        """Recompute delay steps, effective jitter and the quantization tables from the values."""
+        torch.div(self.delay_seconds, self.dt, out=self._time_scratch)
+        self.delay_steps.copy_(self._time_scratch.round_())
+        torch.minimum(self.jitter_seconds, self.delay_seconds, out=self.jitter_steps)
+        self.jitter_steps.div_(self.dt)
+        torch.sub(self.jitter_steps, _EPS, out=self._time_scratch)
+        self.jitter_ceil.copy_(self._time_scratch.ceil_().clamp_(min=0))
+        self.jitter_steps_f32.copy_(self.jitter_steps)
+        if self.has_component_params:
+            torch.gt(self.resolution, 0, out=self.resolution_active)
+            torch.where(self.resolution_active, self.resolution, self._one, out=self.resolution_step)
+
+    def max_shift_per_sensor(self) -> list[int]:
+        """The deepest delay + jitter shift each sensor can reach from its options (ring sizing)."""
+        return [deepest_shift(s.options, self.dt) for s in self.sensors]
+
+    # -- randomization ---------------------------------------------------------------------------------
+    def resample(self, mask: torch.Tensor) -> None:
+        """Draw new values of every option given as a distribution for the envs in ``mask`` (B,) bool."""
+        if not self._random:
+            return
+        for name, entries in self._random.items():
+            scratch = self._random_scratch[name]
+            for cols, dist in entries:
+                self.random.sample_(dist, scratch[:, cols], mask, 0)
+            target = self._param(name)
+            cond = mask[:, None] & self._random_cols[name][None, :]
+            torch.where(cond, scratch, target, out=target)
+        self.refresh_derived()
+
+    def _param(self, name: str) -> torch.Tensor:
+        if name in TIME_FIELDS:
+            return self.delay_seconds if name == "delay" else self.jitter_seconds
+        return getattr(self, name)
+
+    def randomized_components(self, s: Sensor) -> dict[str, list[int]]:
+        """``{field: [component, ...]}`` of the options of ``s`` given as distributions (delay and
+        jitter: ``[0]``, one value per sensor), in the column order of :meth:`randomization`."""
+        out: dict[str, list[int]] = {}
+        j, sl = s.index, s.cache_slice
+        for name, entries in self._random.items():
+            if name in TIME_FIELDS:
+                if any(cols.start == j for cols, _ in entries):
+                    out[name] = [0]
+            else:
+                comps = sorted(c.start - sl.start for c, _ in entries if sl.start <= c.start < sl.stop)
+                if comps:
+                    out[name] = comps
+        return out
+
+    def randomization(self, s: Sensor) -> dict[str, torch.Tensor]:
+        """``{field: (B, k)}`` effective per-env values of the options of ``s`` given as distributions."""
+        out: dict[str, torch.Tensor] = {}
+        j = s.index
+        for name, comps in self.randomized_components(s).items():
+            if name == "delay":
+                out[name] = self.delay_steps[:, j : j + 1].to(torch.float32) * self.dt
+            elif name == "jitter":
+                out[name] = (self.jitter_steps[:, j : j + 1] * self.dt).to(torch.float32)
+            else:
+                idx = torch.tensor([s.cache_slice.start + c for c in comps], device=self.device)
+                out[name] = self._param(name).index_select(1, idx).to(torch.float32)
+        return out
+
+    # -- run-time setters ------------------------------------------------------------------------------
+    def _as_values(
+        self, s: Sensor, name: str, value: Any, shape: tuple[int, int], dtype: torch.dtype
+    ) -> torch.Tensor:
+        if isinstance(value, Distribution):
+            raise TypeError(
+                f"{type(s).__name__}.set_{name}({value!r}): setters take values, not distributions. Fix: "
+                f"give the distribution in the options ({name}=...) to resample it at every reset."
+            )
+        try:
+            v = torch.as_tensor(np.asarray(value) if not torch.is_tensor(value) else value)
+            v = v.to(device=self.device, dtype=dtype)
+            v = torch.broadcast_to(v, shape)
+        except (RuntimeError, TypeError, ValueError) as e:
+            raise ValueError(
+                f"{type(s).__name__}.set_{name}: value of shape {tuple(np.shape(value))} cannot be "
+                f"broadcast to (n_envs={shape[0]}, components={shape[1]}). Fix: pass a scalar, one value "
+                "per component, or an (n_envs, components) array."
+            ) from e
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError(f"{type(s).__name__}.set_{name}({value!r}): values must be finite.")
+        if name in _NON_NEGATIVE and bool((v < 0).any()):
+            raise ValueError(
+                f"{type(s).__name__}.set_{name}({value!r}): {name} must be >= 0. Fix: use 0.0 to turn it off."
+            )
+        return v
+
+    def set_component(self, s: Sensor, name: str, value: Any, rows: torch.Tensor) -> None:
+        """``noise``/``bias``/``random_walk``/``resolution`` of sensor ``s`` for the envs ``rows``."""
+        target = self._param(name)
+        sl = s.cache_slice
+        v = self._as_values(s, name, value, (len(rows), sl.stop - sl.start), target.dtype)
+        target[rows, sl] = v
+        if bool((v != 0).any()):
+            setattr(self, f"has_{name}", True)
+        if name == "resolution":
+            self.resolution_all_active = bool((self.resolution > 0).all())
+        self.refresh_derived()
+
+    def set_time(self, s: Sensor, name: str, value: Any, rows: torch.Tensor, max_shift: int) -> None:
+        """``delay``/``jitter`` (seconds) of sensor ``s`` for the envs ``rows``; refuses a value whose
+        shift would not fit the ring (``max_shift`` steps) or a jitter above the delay. Afterwards the
+        shift is no longer fixed (:attr:`fixed_shift` is None)."""
+        j = s.index
+        if not isinstance(value, Distribution) and np.ndim(value) == 1:
+            value = np.asarray(value)[:, None]  # one value per selected env
+        v = self._as_values(s, name, value, (len(rows), 1), torch.float64)[:, 0]
+        delay = v if name == "delay" else self.delay_seconds[rows, j]
+        jitter = v if name == "jitter" else self.jitter_seconds[rows, j]
+        if bool((jitter > delay + 1e-12).any()):
+            raise ValueError(
+                f"{type(s).__name__}.set_{name}: jitter {jitter.tolist()} exceeds delay {delay.tolist()} "
+                f"for sensor {s.name!r}; jitter must satisfy 0 <= jitter <= delay. Fix: set the delay "
+                "first or lower the jitter."
+            )
+        limit = s.options.max_delay
+        if limit is not None and bool((delay + jitter > limit + 1e-12).any()):
+            raise ValueError(
+                f"{type(s).__name__}.set_{name}: delay + jitter {(delay + jitter).tolist()} exceeds "
+                f"max_delay={limit:g} of sensor {s.name!r}. Fix: raise max_delay in its options."
+            )
+        shift = torch.round(delay / self.dt).long() + torch.ceil(jitter / self.dt - _EPS).clamp(min=0)
+        deepest = int(shift.max()) if len(rows) else 0
+        if deepest > max_shift:
+            raise ValueError(
+                f"{type(s).__name__}.set_{name}: sensor {s.name!r} would need a shift of {deepest} steps "
+                f"(delay + jitter) but its ring was sized for {max_shift}. Fix: declare the largest value "
+                f"in the options, e.g. max_delay={deepest * self.dt:g}, or a delay distribution."
+            )
+        if name == "delay":
+            for sec in {float(x) for x in v.tolist()}:
+                self._warn_delay(s, sec)
+        self.uniform_shift = None
+        self._param(name)[rows, j] = v
+        if name == "jitter" and bool((v > 0).any()):
+            self.has_jitter = True
+        self.refresh_derived()
+
+    # -- persistence -----------------------------------------------------------------------------------
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """The values (the derived tables are recomputed on load)."""
+        out = {"delay_seconds": self.delay_seconds, "jitter_seconds": self.jitter_seconds}
+        if self.has_component_params:
+            for name in COMPONENT_FIELDS:
+                out[name] = getattr(self, name)
+        return out
+
+    def parameter_tensors(self) -> tuple[torch.Tensor, ...]:
+        """The per-env option values (what randomization and setters write)."""
+        return tuple(self.state_tensors().values())
+
+    def flags(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in FLAG_NAMES}
+
+    def load_flags(self, flags: dict[str, Any]) -> None:
+        for k, v in flags.items():
+            if k not in FLAG_NAMES:
+                raise ValueError(f"load_state_dict: unknown parameter flag {k!r}")
+            setattr(self, k, v)
