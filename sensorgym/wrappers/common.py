@@ -1,5 +1,6 @@
-"""Pieces shared by the vector and the single-env wrappers: options checking, dt inference, the
-template state used to build the manager before the first reset, and info cleaning."""
+"""Pieces shared by the vector and the single-env wrappers: their common constructor
+(:func:`init_sensor_wrapper`), options checking, dt inference, the template state used to build the
+manager before the first reset, and info cleaning."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from ..manager import SensorManager
 from ..options import SensorOptions
 from ..sensor import Sensor
 from ..sensors.state import StateSensorOptions
 from ..values import as_real
+from .layout import ObservationLayout
 from .spaces import template_entries
 from .state import EXTRACTOR_KEY, LAYOUT_KEY
 
@@ -25,10 +28,61 @@ __all__ = [
     "autoreset_mode_of",
     "check_sensors",
     "clean_info",
+    "constructor_arguments",
     "extract_state",
     "infer_dt",
+    "init_sensor_wrapper",
     "template_state",
 ]
+
+
+def init_sensor_wrapper(
+    wrapper: Any,
+    env: Any,
+    num_envs: int,
+    env_obs_space: gym.Space,
+    arguments: Mapping[str, Any],
+    device: str | Any,
+) -> dict[str, SensorOptions]:
+    """The constructor both sensor wrappers share (``SensorObservation`` and
+    ``SingleEnvSensorObservation``, whose keyword arguments are the same).
+
+    ``arguments`` are the wrapper's constructor arguments except ``env`` (``sensors``, ``dt``, ``device``,
+    ``seed``, ``policy``, ``critic``, ``critic_env_obs``, ``critic_randomization``, ``per_env_rng``,
+    ``policy_age``, ``critic_age``), recorded as given (``gym.utils.RecordConstructorArgs``); ``device`` is
+    where the manager lives (``arguments["device"]`` or the wrapper's own default). Sets ``wrapper.dt``,
+    ``.manager`` (built), ``.sensors`` (name -> Sensor) and ``.layout``; returns the checked sensor options.
+    """
+    gym.utils.RecordConstructorArgs.__init__(wrapper, **arguments)
+    sensors, policy, critic = check_sensors(arguments["sensors"], arguments["policy"], arguments["critic"])
+    wrapper.dt = infer_dt(env, arguments["dt"])
+    manager = SensorManager(
+        num_envs,
+        wrapper.dt,
+        device=device,
+        seed=arguments["seed"],
+        per_env_rng=arguments["per_env_rng"],
+    )
+    wrapper.manager = manager
+    wrapper.sensors = {name: manager.add_sensor(opts, name=name) for name, opts in sensors.items()}
+    manager.build(template_state(wrapper.sensors, env_obs_space, num_envs))
+    wrapper.layout = ObservationLayout(
+        manager,
+        wrapper.sensors,
+        policy,
+        critic,
+        env_obs_space,
+        include_env_obs=arguments["critic_env_obs"],
+        include_randomization=arguments["critic_randomization"],
+        policy_age=arguments["policy_age"],
+        critic_age=arguments["critic_age"],
+    )
+    return sensors
+
+
+def constructor_arguments(local_names: Mapping[str, Any]) -> dict[str, Any]:
+    """A wrapper constructor's ``locals()`` at its first line, without ``self`` and ``env``."""
+    return {k: v for k, v in local_names.items() if k not in ("self", "env", "__class__")}
 
 
 def check_sensors(
