@@ -54,7 +54,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from ..metadata import _EPS, delay_steps, jitter_extra_steps
+from ..metadata import delay_steps, jitter_extra_steps
 from ..options import bounds_of, option_error
 from ..randomization import Distribution
 from ..rng import BatchRandom, RandomSource
@@ -64,6 +64,12 @@ from .common import autoreset_mode_of, infer_dt
 from .vector import _is_torch
 
 __all__ = ["APPLIED_KEY", "IN_FLIGHT_KEY", "LATENCY_KEY", "ActionLatency"]
+
+#: tolerance of the per-env jitter ceiling ``ceil(jitter / dt - JITTER_CEIL_TOLERANCE)``: a jitter that is a
+#: whole number of steps up to float rounding (``0.14 / 0.02 = 7.000000000000001``) adds exactly that many
+#: steps, never one more. The sensors' own delay law uses the same tolerance (``jitter_extra_steps``,
+#: which sizes the queue here too); tests/wrappers/test_action_latency.py checks that the two agree.
+JITTER_CEIL_TOLERANCE = 1e-9
 
 #: info key of the actions in flight, ``(B, max_shift, *action_shape)``, newest first
 IN_FLIGHT_KEY = "action_in_flight"
@@ -336,7 +342,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         torch.minimum(self._jitter_s, self._delay_s, out=self._scratch)
         self._scratch.div_(self.dt)
         self._jitter_steps.copy_(self._scratch)
-        self._jitter_ceil.copy_(self._scratch.sub_(_EPS).ceil_().clamp_(min=0))
+        self._jitter_ceil.copy_(self._scratch.sub_(JITTER_CEIL_TOLERANCE).ceil_().clamp_(min=0))
         jitter = torch.minimum(self._jitter_s, self._delay_s)
         self._latency = torch.stack([self._delay_steps.to(torch.float64) * self.dt, jitter], 1).float()
 

@@ -804,3 +804,26 @@ def test_docs_code_blocks_run():
             exec(compile(block, "docs/action_latency.md", "exec"), module.__dict__)
     finally:
         del sys.modules[module.__name__]
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.02, 0.13, 0.14, 0.27, 0.3])
+def test_jitter_ceiling_agrees_with_the_sensor_delay_law(jitter):
+    """The per-env jitter ceiling uses the latency module's own documented tolerance
+    (JITTER_CEIL_TOLERANCE): a jitter of a whole number of steps up to float rounding (0.14 / 0.02 =
+    7.000000000000001) adds that many steps, exactly as the sensors' jitter_extra_steps, which sizes the
+    queue (max_shift)."""
+    from sensorgym.metadata import delay_steps, jitter_extra_steps
+    from sensorgym.wrappers.latency import JITTER_CEIL_TOLERANCE
+
+    assert JITTER_CEIL_TOLERANCE == 1e-9
+    delay, dt = 0.3, 0.02
+    lat = ActionLatency(BatchedPendulumEnv(2, autoreset_mode="SameStep"), delay, jitter, dt=dt, seed=0)
+    lat.reset(seed=0)
+    expected = jitter_extra_steps(jitter, dt)
+    assert lat._jitter_ceil.tolist() == [expected, expected]
+    assert lat.max_shift == delay_steps(delay, dt) + expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(30):  # the applied shift never exceeds the queue
+            lat.step(torch.zeros(2, 1))
+    assert int(lat._shift().max()) <= lat.max_shift
