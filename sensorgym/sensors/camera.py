@@ -48,7 +48,7 @@ from ..options import SensorOptions, option_error
 from ..randomization import Distribution
 from ..sensor import Sensor
 from ..values import as_int, as_real
-from .mujoco_base import MujocoSensor, check_extracted, mj_handles, name_to_id, state_key
+from .mujoco_base import ExtractedInSubEnvs, mj_handles, name_to_id, state_key
 
 __all__ = ["CameraOptions", "DepthCameraOptions", "DepthCameraSensor", "RGBCameraSensor"]
 
@@ -255,18 +255,16 @@ def _camera(model: Any, o: CameraOptions) -> Any:
     return cam
 
 
-class _CameraSensor(Sensor):
-    """Render path shared by the RGB and depth cameras (no timeline: ``uses_ring_pipeline = False``)."""
+class _CameraSensor(ExtractedInSubEnvs, Sensor):
+    """Render path shared by the RGB and depth cameras (no timeline: ``uses_ring_pipeline = False``).
+
+    Rendered inside each sub-env like the MuJoCo catalog (:class:`ExtractedInSubEnvs`: the renderer reads
+    body poses, so ``MjData`` is brought up to date once, together with the catalog)."""
 
     uses_ring_pipeline = False
     depth: ClassVar[bool] = False
-
-    # the renderer reads body poses: bring MjData up to date once, together with the MuJoCo catalog
-    _prepare_extraction = staticmethod(MujocoSensor._prepare_extraction)
-
-    @property
-    def state_key(self) -> str:
-        return state_key(self.options)
+    extracted_noun = "image"
+    extracted_where = "cameras render inside each sub-env"
 
     @classmethod
     def _get_intermediate_dtype(cls) -> torch.dtype:
@@ -287,12 +285,9 @@ class _CameraSensor(Sensor):
         return out
 
     @classmethod
-    def _check_state(cls, state: Any, md: Any) -> None:
-        def detail(s: Any) -> str:
-            o = s.options
-            return f" for a {o.width}x{o.height} {'depth' if cls.depth else 'RGB'} image flattened per env"
-
-        check_extracted(cls, state, md, "image", "cameras render inside each sub-env", detail)
+    def _extracted_detail(cls, sensor: Any) -> str:
+        o = sensor.options
+        return f" for a {o.width}x{o.height} {'depth' if cls.depth else 'RGB'} image flattened per env"
 
     @classmethod
     def _noise_columns(cls, md: Any) -> torch.Tensor | None:

@@ -29,6 +29,7 @@ from ..options import SimpleSensorOptions
 from ..sensor import SimpleSensor
 
 __all__ = [
+    "ExtractedInSubEnvs",
     "MujocoSensor",
     "MujocoSensorOptions",
     "check_extracted",
@@ -40,9 +41,8 @@ __all__ = [
 
 _MODELS: dict[int, tuple[weakref.ref, dict]] = {}
 _SENSOR_OFF = 1 << 13  # mujoco.mjtDisableBit.mjDSBL_SENSOR (checked in tests/sensors/test_native_path.py)
-#: id(options) -> (options, key): the entry keeps the options alive, so its id cannot be recycled
-_KEYS: dict[int, tuple[Any, str]] = {}
-_MAX_KEYS = 4096
+#: attribute under which an options object caches its state key (see :func:`state_key`)
+_KEY_ATTR = "_sensorgym_state_key"
 _DATA_TYPES: set[type] = set()  # types of MjData-like objects already seen to carry qpos
 
 
@@ -188,16 +188,46 @@ def _new_model_entry(model: Any) -> dict:
 
 
 def state_key(options: Any) -> str:
-    """The state key under which a sensor's measurement travels (stable across processes)."""
-    hit = _KEYS.get(id(options))
-    if hit is not None and hit[0] is options:
-        return hit[1]
-    digest = hashlib.sha1(repr(options).encode()).hexdigest()[:12]
-    key = f"mj.{type(options).__name__}.{digest}"
-    if len(_KEYS) >= _MAX_KEYS:  # bounded: a long sweep builds many options objects; a miss only rehashes
-        _KEYS.clear()
-    _KEYS[id(options)] = (options, key)
+    """The state key under which a sensor's measurement travels (stable across processes: a digest of the
+    options' ``repr``).
+
+    It runs every step in the workers, so it is cached on the (frozen) options object itself, outside its
+    fields (``repr``, ``==`` and ``hash`` ignore it): the cache lives and dies with the object, so it is
+    bounded by the live options and no other object can ever see it (no ``id`` reuse)."""
+    key = getattr(options, "__dict__", {}).get(_KEY_ATTR)
+    if key is None:
+        digest = hashlib.sha1(repr(options).encode()).hexdigest()[:12]
+        key = f"mj.{type(options).__name__}.{digest}"
+        if hasattr(options, "__dict__"):
+            object.__setattr__(options, _KEY_ATTR, key)  # frozen dataclass: bypass its __setattr__
     return key
+
+
+class ExtractedInSubEnvs:
+    """Mixin of the sensors measured inside each sub-env (the MuJoCo catalog and the cameras): their
+    ``state_key``, the once-per-step ``MjData`` update before extraction, and the state check.
+
+    Subclasses set ``extracted_noun`` / ``extracted_where`` (the words of the missing-entry error) and may
+    override ``_extracted_detail`` (appended to the wrong-shape error)."""
+
+    extracted_noun: ClassVar[str] = "measurement"
+    extracted_where: ClassVar[str] = "its data is computed inside each sub-env"
+
+    @property
+    def state_key(self) -> str:
+        return state_key(self.options)
+
+    @staticmethod
+    def _prepare_extraction(env: Any) -> None:
+        sync_mjdata(env)
+
+    @classmethod
+    def _extracted_detail(cls, sensor: Any) -> str:
+        return ""
+
+    @classmethod
+    def _check_state(cls, state: Any, md: Any) -> None:
+        check_extracted(cls, state, md, cls.extracted_noun, cls.extracted_where, cls._extracted_detail)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,7 +235,7 @@ class MujocoSensorOptions(SimpleSensorOptions):
     """Base options of the MuJoCo catalog (time options and hardware imperfections)."""
 
 
-class MujocoSensor(SimpleSensor):
+class MujocoSensor(ExtractedInSubEnvs, SimpleSensor):
     """Base class: subclasses implement ``_measure(model, data, options) -> np.ndarray`` (flat, the
     intermediate size) and the shape accessors.
 
@@ -213,10 +243,6 @@ class MujocoSensor(SimpleSensor):
     """
 
     options_cls: ClassVar[type] = MujocoSensorOptions
-
-    @staticmethod
-    def _prepare_extraction(env: Any) -> None:
-        sync_mjdata(env)
 
     @classmethod
     def _measure(cls, model: Any, data: Any, options: Any) -> np.ndarray:
@@ -233,14 +259,6 @@ class MujocoSensor(SimpleSensor):
     @classmethod
     def _get_cache_dtype(cls) -> torch.dtype:
         return torch.float32
-
-    @property
-    def state_key(self) -> str:
-        return state_key(self.options)
-
-    @classmethod
-    def _check_state(cls, state: Any, md: Any) -> None:
-        check_extracted(cls, state, md, "measurement", "its data is computed inside each sub-env")
 
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
