@@ -44,7 +44,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -55,11 +54,11 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from ..metadata import delay_steps, jitter_extra_steps
-from ..options import bounds_of, option_error
+from ..options import bounds_of, check_seconds, option_error
 from ..randomization import Distribution
 from ..rng import BatchRandom, RandomSource
 from ..sensors.state import StateSensorOptions
-from ..values import as_int, as_real
+from ..values import as_int
 from .common import autoreset_mode_of, infer_dt
 from .vector import _is_torch
 
@@ -102,38 +101,8 @@ def _check_seed(seed: Any, where: str) -> int | None:
 
 
 def _check_time(name: str, value: Any) -> float | Distribution:
-    """A delay/jitter option: seconds >= 0 or a bounded non-negative distribution."""
-    if isinstance(value, Distribution):
-        lo, hi = value.bounds
-        if lo < 0:
-            raise option_error(
-                "ActionLatency",
-                name,
-                value,
-                f"it can produce negative {name} ({lo})",
-                "use a distribution with non-negative support, e.g. Uniform(0.0, 0.04) or "
-                "Normal(..., low=0.0, high=...)",
-            )
-        if not math.isfinite(hi):
-            raise option_error(
-                "ActionLatency",
-                name,
-                value,
-                f"{name} must be bounded so the action queue can be sized",
-                "give the Normal distribution a finite high=... bound",
-            )
-        return value
-    seconds = as_real(value)
-    if seconds is None:
-        raise TypeError(
-            f"ActionLatency.{name}={value!r} is invalid: expected seconds as a float or a Distribution. "
-            f"Fix: pass e.g. {name}=0.02 or {name}=sg.Uniform(0.0, 0.04)."
-        )
-    if not math.isfinite(seconds) or seconds < 0:
-        raise option_error(
-            "ActionLatency", name, value, f"{name} must be a finite number of seconds >= 0", f"use {name}=0.0"
-        )
-    return seconds
+    """A delay/jitter option: seconds >= 0 or a bounded non-negative distribution (the sensors' check)."""
+    return check_seconds("ActionLatency", name, value, " so the action queue can be sized")
 
 
 def _zero_action(space: gym.Space) -> np.ndarray:

@@ -827,3 +827,33 @@ def test_jitter_ceiling_agrees_with_the_sensor_delay_law(jitter):
         for _ in range(30):  # the applied shift never exceeds the queue
             lat.step(torch.zeros(2, 1))
     assert int(lat._shift().max()) <= lat.max_shift
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "kind", "message"),
+    [
+        (
+            dict(delay=-0.1),
+            ValueError,
+            "ActionLatency.delay=-0.1 is invalid: delay must be a finite number of "
+            "seconds >= 0. Fix: use delay=0.0 for none.",
+        ),
+        (
+            dict(delay="x"),
+            TypeError,
+            "ActionLatency.delay='x' is invalid: expected seconds as a float or a "
+            "Distribution. Fix: pass e.g. delay=0.02 or delay=sg.Uniform(0.0, 0.04).",
+        ),
+        (
+            dict(delay=0.1, jitter=sg.Normal(0.05, 0.01, low=0.0)),
+            ValueError,
+            "so the action queue can be sized",
+        ),
+        (dict(delay=sg.Uniform(-0.1, 0.1)), ValueError, "it can produce negative delay (-0.1)"),
+    ],
+)
+def test_latency_times_are_checked_like_sensor_times(kwargs, kind, message):
+    """ActionLatency's delay/jitter go through the options' own time check (options.check_seconds)."""
+    with pytest.raises(kind) as caught:
+        ActionLatency(BatchedPendulumEnv(2, autoreset_mode="SameStep"), **kwargs)
+    assert message in str(caught.value)
