@@ -176,7 +176,7 @@ class ObservationLayout:
         self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
         self._plan = self._make_plan()
         # numpy views of the plan's sources (policy, critic), made when numpy packing is first asked for
-        self._numpy_sources: tuple[list[np.ndarray], list[np.ndarray]] | None = None
+        self._numpy_sources: tuple[list[tuple], list[tuple]] | None = None
 
     def _make_plan(self) -> tuple[list[_Copy], list[_Copy]]:
         """The packing plan, built once: the copies that fill ``"policy"`` and the GT part of ``"critic"``.
@@ -248,12 +248,12 @@ class ObservationLayout:
             (policy_copies, policy_sources, policy),
             (critic_copies, critic_sources, critic),
         ):
-            for copy, source in zip(copies, sources, strict=True):
-                if copy.history is None:
+            for copy, (source, newest_first) in zip(copies, sources, strict=True):
+                if newest_first is None:
                     out[:, copy.destination] = source
                 else:
                     # (history, B, sensors*width) newest first -> per sensor (B, history, width), flattened
-                    slots = source[copy.history.order(copy.history_length).numpy()]
+                    slots = source[newest_first[copy.history.slot(0)]]
                     out[:, copy.destination] = _per_sensor(slots, copy, num_envs).reshape(num_envs, -1)
         self._fill_rest(env_obs, policy, critic, torch.Tensor.numpy)
         return {"policy": policy, "critic": critic}
@@ -283,10 +283,21 @@ class ObservationLayout:
             return False
         return True
 
-    def _make_numpy_sources(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """The plan's sources as numpy arrays sharing their memory (CPU managers only)."""
+    def _make_numpy_sources(self) -> tuple[list[tuple], list[tuple]]:
+        """Per copy of the plan: its source as a numpy array sharing its memory (CPU managers only), and for
+        a copy with history the table ``(depth, history)`` of the ring's slots newest first for each phase
+        of its clock (row ``ring.slot(0)``: the slots ``ring.order(history)`` gives the torch executor; a
+        numpy row lookup costs less than that torch index)."""
+
+        def numpy_source(copy: _Copy) -> tuple[np.ndarray, np.ndarray | None]:
+            if copy.history is None:
+                return copy.source.numpy(), None
+            depth = copy.history.depth
+            newest_first = (np.arange(depth)[:, None] - np.arange(copy.history_length)[None, :]) % depth
+            return copy.source.numpy(), newest_first
+
         policy, critic = self._plan
-        return [copy.source.numpy() for copy in policy], [copy.source.numpy() for copy in critic]
+        return [numpy_source(copy) for copy in policy], [numpy_source(copy) for copy in critic]
 
 
 class _Sources(NamedTuple):

@@ -41,13 +41,19 @@ def test_one_plan_both_executors_same_bits():
     assert len(critic_copies) == 2
     assert layout.numpy_packable()
     for copies, sources in zip(layout._plan, layout._numpy_sources, strict=True):
-        for copy, source in zip(copies, sources, strict=True):  # the numpy executor views the same sources
+        for copy, (source, _) in zip(
+            copies, sources, strict=True
+        ):  # the numpy executor views the same sources
             assert np.shares_memory(copy.source.numpy(), source)
+    history_copy, newest_first = policy_copies[0], layout._numpy_sources[0][0][1]
     g = torch.Generator().manual_seed(0)
     for t in range(8):
         state = {"x": torch.randn(3, 2, generator=g)}
         mgr.reset(state) if t == 0 else mgr.step(state, reset_mask=torch.tensor([False, t == 5, False]))
         with_torch, with_numpy = layout.pack(None), layout.pack_numpy(None)
+        # the numpy executor's slot table row is the ring's own newest-first order (torch executor)
+        ring = history_copy.history
+        np.testing.assert_array_equal(newest_first[ring.slot(0)], ring.order(3).numpy())
         for key in ("policy", "critic"):
             np.testing.assert_array_equal(with_torch[key].numpy(), with_numpy[key])
         expected = torch.cat([mgr.sensors[0].read(), mgr.sensors[1].read()], 1)  # (B, history 3, 2) each
