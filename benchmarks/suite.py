@@ -34,17 +34,9 @@ class ContactBench(sg.SimpleSensor):
     """Contact-style: all instances read one ``(B, n)`` state entry in one copy; bool via threshold."""
 
     options_cls = ContactBenchOptions
-
-    def _get_return_format(self):
-        return (1,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.bool
-
-    @classmethod
-    def _get_intermediate_dtype(cls):
-        return torch.float32
+    return_format = (1,)
+    cache_dtype = torch.bool
+    intermediate_dtype = torch.float32
 
     @classmethod
     def _init_metadata(cls, md):
@@ -71,13 +63,8 @@ class EncoderBench(sg.SimpleSensor):
     """Encoder-style: all instances read one ``(B, n, 12)`` state entry in one copy."""
 
     options_cls = EncoderBenchOptions
-
-    def _get_return_format(self):
-        return (ENC_DIM,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.float32
+    return_format = (ENC_DIM,)
+    cache_dtype = torch.float32
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):

@@ -19,11 +19,8 @@ Example: a custom sensor that reads ``state["pos"]`` and reports it in centimetr
     ...     pass
     >>> class CmSensor(sg.SimpleSensor):
     ...     options_cls = CmOptions
-    ...     def _get_return_format(self):
-    ...         return (2,)
-    ...     @classmethod
-    ...     def _get_cache_dtype(cls):
-    ...         return torch.float32
+    ...     return_format = (2,)  # short for a _get_return_format that returns (2,)
+    ...     cache_dtype = torch.float32  # short for a _get_cache_dtype classmethod
     ...     @classmethod
     ...     def _update_raw_data(cls, state, md, raw):
     ...         for s in md.sensors:  # one instance here; real sensors gather all columns at once
@@ -129,8 +126,21 @@ class Sensor(ABC):
     #: NamedTuple type for multi-field sensors (field order = return format order); auto if None
     return_type: ClassVar[type | None] = None
 
+    # Shorthands for hooks that return a constant: a class that sets one of these attributes gets the
+    # default hook that returns it (``cache_dtype = torch.float32`` stands for a ``_get_cache_dtype``
+    # classmethod returning ``torch.float32``). A class may set the attribute or define the hook, not both.
+    #: dtype of readings (``_get_cache_dtype``)
+    cache_dtype: ClassVar[torch.dtype]
+    #: dtype of the intermediate space (``_get_intermediate_dtype``)
+    intermediate_dtype: ClassVar[torch.dtype]
+    #: shape of one reading, or a tuple of shapes (``_get_return_format``), when it does not depend on options
+    return_format: ClassVar[Format]
+    #: shape in the intermediate space (``_get_intermediate_format``)
+    intermediate_format: ClassVar[Format]
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _install_constant_hooks(cls)
         if _overrides(cls, "_post_process") and not (
             _overrides(cls, "_get_intermediate_format") or _overrides(cls, "_get_intermediate_dtype")
         ):
@@ -309,6 +319,51 @@ class Sensor(ABC):
     def read_randomization(self) -> dict[str, torch.Tensor]:
         """Per-env values of the options given as distributions: ``{field: (B, k)}`` new tensors."""
         return self._manager._read_randomization(self)
+
+
+#: class attribute -> the hook it stands for (see ``Sensor.cache_dtype``)
+_CONSTANT_HOOKS = {
+    "cache_dtype": "_get_cache_dtype",
+    "intermediate_dtype": "_get_intermediate_dtype",
+    "return_format": "_get_return_format",
+    "intermediate_format": "_get_intermediate_format",
+}
+
+
+def _install_constant_hooks(cls: type) -> None:
+    """Give ``cls`` the hook of each constant attribute it sets itself (it inherits them otherwise).
+
+    Runs before ``ABCMeta`` collects the abstract methods, so a class whose attributes provide its
+    abstract hooks is concrete; a class that provides neither attribute nor hook stays abstract."""
+    for attribute, hook in _CONSTANT_HOOKS.items():
+        if attribute not in cls.__dict__:
+            continue
+        if hook in cls.__dict__:
+            raise TypeError(
+                f"{cls.__name__} sets both {attribute} and {hook}. Fix: keep one (the attribute is the "
+                f"short form of a {hook} that returns a constant)."
+            )
+        setattr(cls, hook, _constant_hook(attribute, hook))
+
+
+def _constant_hook(attribute: str, hook: str) -> Any:
+    """The default ``hook`` that returns the class attribute ``attribute`` (read at call time, so a
+    subclass that only changes the attribute's value is served too)."""
+    if hook.endswith("_dtype"):  # dtypes are uniform per class: classmethods
+
+        def dtype_hook(cls: type) -> torch.dtype:
+            return getattr(cls, attribute)
+
+        dtype_hook.__name__ = dtype_hook.__qualname__ = hook
+        dtype_hook.__doc__ = f"``cls.{attribute}``."
+        return classmethod(dtype_hook)
+
+    def format_hook(self: Sensor) -> Format:
+        return getattr(type(self), attribute)
+
+    format_hook.__name__ = format_hook.__qualname__ = hook
+    format_hook.__doc__ = f"``{attribute}`` of the class."
+    return format_hook
 
 
 class SimpleSensor(Sensor):

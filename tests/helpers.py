@@ -33,13 +33,10 @@ class FilterOptions(sg.SimpleSensorOptions):
 
 class FilterSensor(sg.SimpleSensor):
     options_cls = FilterOptions
+    cache_dtype = torch.float32
 
     def _get_return_format(self):
         return (self.options.width,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.float32
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):
@@ -69,17 +66,11 @@ class ThresholdOptions(sg.SimpleSensorOptions):
 
 class ThresholdSensor(sg.SimpleSensor):
     options_cls = ThresholdOptions
+    cache_dtype = torch.bool
+    intermediate_dtype = torch.float32
 
     def _get_return_format(self):
         return (self.options.width,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.bool
-
-    @classmethod
-    def _get_intermediate_dtype(cls):
-        return torch.float32
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):
@@ -102,17 +93,11 @@ class ByteOptions(sg.SimpleSensorOptions):
 
 class ByteSensor(sg.SimpleSensor):
     options_cls = ByteOptions
+    cache_dtype = torch.uint8
+    intermediate_dtype = torch.float32
 
     def _get_return_format(self):
         return (self.options.width,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.uint8
-
-    @classmethod
-    def _get_intermediate_dtype(cls):
-        return torch.float32
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):
