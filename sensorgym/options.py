@@ -182,10 +182,10 @@ def _probability(options: SensorOptions, name: str, value: Any) -> float | Distr
             f"{type(options).__name__}.{name}={value!r} is invalid: expected a probability as a float "
             f"or a Distribution. Fix: {fix}."
         )
-    p = as_real(value)
-    if not (math.isfinite(p) and 0.0 <= p < 1.0):
+    probability = as_real(value)
+    if not (math.isfinite(probability) and 0.0 <= probability < 1.0):
         raise options._err(name, value, f"a lost-sample probability must satisfy 0 <= {name} < 1", fix)
-    return float(p)
+    return float(probability)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,9 +206,9 @@ class SensorOptions:
             ``"hold"`` (keep the last finite raw value).
         max_delay: optional upper bound, in seconds, on ``delay + jitter`` that ``set_delay`` /
             ``set_jitter`` may reach at run time; the delay ring is sized for it.
-        update_period: the sampler's own period ``T`` in seconds (SPEC 2.8). ``T <= dt`` (default 0): a
-            sample every control step. ``T > dt``: with ``tau_t = t*dt - phase`` (``t`` = steps since the
-            env's reset), a sample is due at step ``t >= 1`` iff ``floor(tau_t/T + 1e-9) >
+        update_period: the sampler's own period ``T`` in seconds (docs/pipeline.md). ``T <= dt``
+            (default 0): a sample every control step. ``T > dt``: with ``tau_t = t*dt - phase`` (``t`` =
+            steps since the env's reset), a sample is due at step ``t >= 1`` iff ``floor(tau_t/T + 1e-9) >
             floor(tau_{t-1}/T + 1e-9)``, and always at the reset. Between samples the measured snapshot
             repeats the last sample bit for bit (noise, bias and quantization included; the random walk
             keeps drifting; ground truth is never held). Delay, jitter, padding and history then apply
@@ -259,12 +259,12 @@ class SensorOptions:
     def randomized_fields(self) -> tuple[str, ...]:
         """Names of fields given as distributions (directly or per component)."""
         out = []
-        for f in self.randomizable:
-            v = getattr(self, f)
-            if isinstance(v, Distribution) or (
-                isinstance(v, tuple) and any(isinstance(x, Distribution) for x in v)
+        for field in self.randomizable:
+            value = getattr(self, field)
+            if isinstance(value, Distribution) or (
+                isinstance(value, tuple) and any(isinstance(component, Distribution) for component in value)
             ):
-                out.append(f)
+                out.append(field)
         return tuple(out)
 
 

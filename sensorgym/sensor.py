@@ -4,7 +4,8 @@ A sensor *class* is the unit of batching: the manager calls each hook once per c
 over all instances of the class (columns) and all envs (rows). A sensor *instance* is a handle that knows
 its options and its columns, and reads its slice of the class's return cache.
 
-Hook order per step (SPEC 2.3), run by :class:`SimpleSensor`'s ``_update_shared_cache``::
+Hook order per step (docs/pipeline.md, "Data flow of one step"), run by :class:`SimpleSensor`'s
+``_update_shared_cache``::
 
     _update_current_timestep_data   raw -> GT slot 0 and measured slot 0, physics imperfections (measured)
     _apply_transform(GT, is_measured=False)
@@ -217,7 +218,8 @@ class Sensor(ABC):
     def _post_process(
         cls, md: SensorMetadata, data: torch.Tensor, timeline: RingView, *, is_measured: bool
     ) -> torch.Tensor:
-        """Project intermediate ``(B, icols)`` to return space ``(B, rcols)``; identity by default.
+        """Project the intermediate space ``(B, intermediate columns)`` to the return space ``(B, return
+        columns)``; identity by default.
 
         ``timeline`` is the class's return-space ring: ``timeline.at(0)`` is the slot this step writes
         and ``timeline.at(1)`` the previous projected value. Writing the result into ``timeline.at(0)`` and
@@ -279,9 +281,9 @@ class Sensor(ABC):
 
     def read_age(self) -> torch.Tensor:
         """``(B,)`` float32 seconds since the sample behind :meth:`read` was taken: ``(t - s) * dt`` with
-        ``t`` the steps since the env's reset and ``s`` the step of that sample (SPEC 2.8). It counts the
-        delay and any held sample; while a delayed read still shows padding, ``s`` is the reset step.
-        A new tensor."""
+        ``t`` the steps since the env's reset and ``s`` the step of that sample (docs/pipeline.md). It
+        counts the delay and any held sample; while a delayed read still shows padding, ``s`` is the
+        reset step. A new tensor."""
         return self._manager._read_age(self)
 
     def _pack(self, flat: torch.Tensor, lead: tuple[int, ...]) -> Any:
@@ -289,10 +291,10 @@ class Sensor(ABC):
         fields = self.fields
         out, start = [], 0
         for shape in fields:
-            n = math.prod(shape)
-            part = flat[..., start : start + n]
+            size = math.prod(shape)
+            part = flat[..., start : start + size]
             out.append(part.reshape(*lead, *shape) if shape else part.reshape(*lead))
-            start += n
+            start += size
         if len(fields) == 1:
             return out[0]
         return self._named_tuple_type(len(out))(*out)
@@ -397,7 +399,8 @@ class SimpleSensor(Sensor):
     @classmethod
     @abstractmethod
     def _update_raw_data(cls, state: Any, md: SensorMetadata, raw: torch.Tensor) -> None:
-        """Write the raw physical value of every instance into ``raw`` ``(B, icols)`` in place."""
+        """Write the raw physical value of every instance into ``raw`` ``(B, intermediate columns)``, in
+        place."""
 
     @classmethod
     def _apply_physics_imperfections(cls, md, data: torch.Tensor, timeline) -> None:

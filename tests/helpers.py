@@ -17,10 +17,11 @@ import sensorgym as sg
 
 
 def ramp_state(t: float, num_envs: int, width: int = 1, key: str = "x", env_scale: float = 100.0):
-    """``x[b, c] = t + env_scale * b + 1000 * c``: every env and component distinct, exact in float32."""
-    b = torch.arange(num_envs, dtype=torch.float32)[:, None] * env_scale
-    c = torch.arange(width, dtype=torch.float32)[None, :] * 1000.0
-    return {key: (float(t) + b + c)}
+    """``x[b, c] = t + env_scale * b + 1000 * c`` (env ``b``, component ``c``): every env and component
+    distinct, exact in float32."""
+    env_offset = torch.arange(num_envs, dtype=torch.float32)[:, None] * env_scale
+    component_offset = torch.arange(width, dtype=torch.float32)[None, :] * 1000.0
+    return {key: (float(t) + env_offset + component_offset)}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -105,38 +105,38 @@ def sync_mjdata(env: Any) -> None:
 
 
 def check_extracted(
-    cls: type, state: Any, md: Any, noun: str, where: str, detail: Callable[[Any], str] | None = None
+    cls: type, state: Any, metadata: Any, noun: str, where: str, detail: Callable[[Any], str] | None = None
 ) -> None:
     """Every sensor of ``cls`` finds its ``(B, width)`` entry, measured inside the sub-envs, in ``state``;
     otherwise a ``ValueError`` naming the sensor and the fix (the catalog and the cameras share this).
 
     Runs every step: the expected ``(key, shape)`` pairs are derived once per class metadata, and a state
     that matches them passes in one comparison per sensor; anything else takes the full check below."""
-    expected = md.constants.get("extracted_shapes")
+    expected = metadata.constants.get("extracted_shapes")
     if expected is None:
-        expected = md.constants["extracted_shapes"] = [
-            (s.state_key, (md.num_envs, s.cache_slice.stop - s.cache_slice.start)) for s in md.sensors
+        expected = metadata.constants["extracted_shapes"] = [
+            (sensor.state_key, (metadata.num_envs, sensor.cache_slice.stop - sensor.cache_slice.start))
+            for sensor in metadata.sensors
         ]
     try:
         if all(state[key].shape == shape for key, shape in expected):
             return
     except (KeyError, AttributeError, TypeError):
         pass
-    for s in md.sensors:
-        key = s.state_key
+    for sensor in metadata.sensors:
+        key = sensor.state_key
         if key not in state:
             raise ValueError(
-                f"sensor {s.name!r} ({cls.__name__}) has no {noun} in the state: {where}. Fix: build the env "
-                "with make_sensor_vec(...) or add SimStateExtractor(env, sensors) to every sub-env "
+                f"sensor {sensor.name!r} ({cls.__name__}) has no {noun} in the state: {where}. Fix: build "
+                "the env with make_sensor_vec(...) or add SimStateExtractor(env, sensors) to every sub-env "
                 "(gym.make_vec(..., wrappers=[...]))."
             )
-        width = s.cache_slice.stop - s.cache_slice.start
+        width = sensor.cache_slice.stop - sensor.cache_slice.start
         shape = tuple(np.shape(state[key]))
-        if len(shape) != 2 or shape[0] != md.num_envs or shape[1] != width:
-            extra = detail(s) if detail is not None else ""
-            raise ValueError(
-                f"sensor {s.name!r}: {noun} of shape {shape}, expected ({md.num_envs}, {width}){extra}."
-            )
+        if len(shape) != 2 or shape[0] != metadata.num_envs or shape[1] != width:
+            extra = detail(sensor) if detail is not None else ""
+            wanted = (metadata.num_envs, width)
+            raise ValueError(f"sensor {sensor.name!r}: {noun} of shape {shape}, expected {wanted}{extra}.")
 
 
 def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
@@ -144,13 +144,13 @@ def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
 
     idx = mujoco.mj_name2id(model, objtype, name)
     if idx < 0:
-        n = {
+        count = {
             mujoco.mjtObj.mjOBJ_BODY: model.nbody,
             mujoco.mjtObj.mjOBJ_GEOM: model.ngeom,
             mujoco.mjtObj.mjOBJ_JOINT: model.njnt,
             mujoco.mjtObj.mjOBJ_CAMERA: model.ncam,
         }.get(objtype, 0)
-        names = [mujoco.mj_id2name(model, objtype, i) for i in range(n)]
+        names = [mujoco.mj_id2name(model, objtype, i) for i in range(count)]
         raise ValueError(f"{what}={name!r}: no such name in the model; available: {[x for x in names if x]}.")
     return idx
 

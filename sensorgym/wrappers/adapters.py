@@ -92,8 +92,8 @@ def to_torch(x: Any, device: torch.device, dtype: torch.dtype | None = None) -> 
     """Arrays (or mappings of them) as torch tensors on ``device``."""
     if isinstance(x, Mapping):
         return {k: to_torch(v, device, dtype) for k, v in x.items()}
-    t = x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x))
-    return t.to(device=device, dtype=dtype) if dtype is not None else t.to(device)
+    tensor = x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x))
+    return tensor.to(device=device, dtype=dtype) if dtype is not None else tensor.to(device)
 
 
 def host_mask(mask: Any) -> np.ndarray:
@@ -305,5 +305,5 @@ class EpisodeClock:
     def advance(self, dones: torch.Tensor) -> None:
         """Keep the local counter (used only when the env has none) in step with the env."""
         if not self.found:
-            d = dones.detach().cpu().bool()
-            self._local = torch.where(d, torch.zeros_like(self._local), self._local + 1)
+            done = dones.detach().cpu().bool()
+            self._local = torch.where(done, torch.zeros_like(self._local), self._local + 1)

@@ -156,23 +156,23 @@ def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs
     # (several sensors may read one info entry, some through an index and some whole)
     exact: dict[str, tuple[int, ...]] = {}
     widest: dict[str, tuple[int, ...]] = {}
-    for name, s in sensors.items():
-        o = s.options
-        if not isinstance(o, StateSensorOptions) or o.key in observed:
+    for name, sensor in sensors.items():
+        options = sensor.options
+        if not isinstance(options, StateSensorOptions) or options.key in observed:
             continue
-        if o.shape is None:
+        if options.shape is None:
             raise ValueError(
-                f"sensor {name!r} reads state[{o.key!r}], which is not part of the observation, and its "
-                "shape is unknown before the first reset. Fix: give its shape, e.g. "
-                f"{type(o).__name__}(key={o.key!r}, shape=(3,), ...)."
+                f"sensor {name!r} reads state[{options.key!r}], which is not part of the observation, and "
+                "its shape is unknown before the first reset. Fix: give its shape, e.g. "
+                f"{type(options).__name__}(key={options.key!r}, shape=(3,), ...)."
             )
-        if o.index is None:
-            exact.setdefault(o.key, tuple(o.shape))
+        if options.index is None:
+            exact.setdefault(options.key, tuple(options.shape))
             continue
         # wide enough for every index, negative ones counting from the end
-        last = max(max(i + 1 if i >= 0 else -i for i in o.index), 1)
-        if last > widest.get(o.key, (0,))[-1]:
-            widest[o.key] = (*o.shape[:-1], last)
+        last = max(max(i + 1 if i >= 0 else -i for i in options.index), 1)
+        if last > widest.get(options.key, (0,))[-1]:
+            widest[options.key] = (*options.shape[:-1], last)
     for key, shape in {**widest, **exact}.items():
         state[key] = np.zeros((num_envs, *shape), np.float32)
     return state

@@ -48,16 +48,16 @@ def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, 
     if dtype == torch.bool:
         return np.zeros(width), np.ones(width)
     lo, hi = np.full(width, -np.inf), np.full(width, np.inf)
-    o = sensor.options
-    space = space_at(o.key, obs_space) if isinstance(o, StateSensorOptions) else None
+    options = sensor.options
+    space = space_at(options.key, obs_space) if isinstance(options, StateSensorOptions) else None
     bounds = entry_bounds(space) if space is not None else None
     if bounds is not None:
         shape = space.shape if space.shape else (1,)
-        slo, shi = (b.reshape(shape) for b in bounds)
-        if o.index is not None:
-            slo, shi = slo[..., list(o.index)], shi[..., list(o.index)]
-        if slo.size == width:
-            lo, hi = slo.ravel(), shi.ravel()
+        space_lo, space_hi = (b.reshape(shape) for b in bounds)
+        if options.index is not None:
+            space_lo, space_hi = space_lo[..., list(options.index)], space_hi[..., list(options.index)]
+        if space_lo.size == width:
+            lo, hi = space_lo.ravel(), space_hi.ravel()
     if not dtype.is_floating_point:
         info = torch.iinfo(dtype)
         lo, hi = np.maximum(lo, info.min), np.minimum(hi, info.max)
@@ -67,10 +67,10 @@ def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, 
 def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Widen GT bounds by what the imperfections and the padding can add (per component)."""
     lo, hi = lo.copy(), hi.copy()
-    o = sensor.options
+    options = sensor.options
     dtype = type(sensor)._get_cache_dtype()
     same_space = sensor.cache_slice.stop - sensor.cache_slice.start == lo.size
-    if isinstance(o, SimpleSensorOptions) and dtype.is_floating_point and same_space:
+    if isinstance(options, SimpleSensorOptions) and dtype.is_floating_point and same_space:
 
         def per_comp(value: Any) -> list[tuple[float, float]]:
             vals = value if isinstance(value, tuple) else (value,)
@@ -79,10 +79,10 @@ def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.
 
         for i, ((_, n_hi), (_, w_hi), (b_lo, b_hi), (_, r_hi)) in enumerate(
             zip(
-                per_comp(o.noise),
-                per_comp(o.random_walk),
-                per_comp(o.bias),
-                per_comp(o.resolution),
+                per_comp(options.noise),
+                per_comp(options.random_walk),
+                per_comp(options.bias),
+                per_comp(options.resolution),
                 strict=True,
             )
         ):
@@ -96,7 +96,7 @@ def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.
             slack = slack if arithmetic else 0.0
             lo[i] += b_lo - r_hi / 2 - slack
             hi[i] += b_hi + r_hi / 2 + slack
-    if o.padding_type == "zero":
+    if options.padding_type == "zero":
         lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
     return lo, hi
 
@@ -130,27 +130,27 @@ class ObservationLayout:
         self.critic_age = [sensors[n] for n in critic_age]
         self.include_env_obs = include_env_obs and env_obs_space is not None
         self.include_randomization = include_randomization
-        p_lo, p_hi, c_lo, c_hi = [], [], [], []
+        policy_lo, policy_hi, critic_lo, critic_hi = [], [], [], []
         self._policy_cols = []
         col = 0
-        for s in self.policy:
-            lo, hi = measured_bounds(s, *gt_bounds(s, env_obs_space))
-            n = max(s.options.history_length, 1)
-            width = lo.size * n
-            self._policy_cols.append((s, slice(col, col + width), s.options.history_length))
-            p_lo.append(np.tile(lo, n))
-            p_hi.append(np.tile(hi, n))
+        for sensor in self.policy:
+            lo, hi = measured_bounds(sensor, *gt_bounds(sensor, env_obs_space))
+            count = max(sensor.options.history_length, 1)
+            width = lo.size * count
+            self._policy_cols.append((sensor, slice(col, col + width), sensor.options.history_length))
+            policy_lo.append(np.tile(lo, count))
+            policy_hi.append(np.tile(hi, count))
             col += width
         self._policy_age_cols = slice(col, col + len(self.policy_age))
-        p_lo.append(np.zeros(len(self.policy_age)))
-        p_hi.append(np.full(len(self.policy_age), np.inf))
+        policy_lo.append(np.zeros(len(self.policy_age)))
+        policy_hi.append(np.full(len(self.policy_age), np.inf))
         self._critic_cols = []
         col = 0
-        for s in self.critic:
-            lo, hi = gt_bounds(s, env_obs_space)
-            self._critic_cols.append((s, slice(col, col + lo.size)))
-            c_lo.append(lo)
-            c_hi.append(hi)
+        for sensor in self.critic:
+            lo, hi = gt_bounds(sensor, env_obs_space)
+            self._critic_cols.append((sensor, slice(col, col + lo.size)))
+            critic_lo.append(lo)
+            critic_hi.append(hi)
             col += lo.size
         self._env_cols = slice(col, col)
         self._flatten: Flattener | None = None
@@ -158,21 +158,21 @@ class ObservationLayout:
             self._flatten = Flattener(env_obs_space)
             lo, hi = flat_bounds(env_obs_space)
             self._env_cols = slice(col, col + lo.size)
-            c_lo.append(lo)
-            c_hi.append(hi)
+            critic_lo.append(lo)
+            critic_hi.append(hi)
             col += lo.size
         self._random_cols = slice(col, col)
         if include_randomization:
-            n = len(manager.randomization_names())
-            self._random_cols = slice(col, col + n)
-            c_lo.append(np.full(n, -np.inf))
-            c_hi.append(np.full(n, np.inf))
-            col += n
+            count = len(manager.randomization_names())
+            self._random_cols = slice(col, col + count)
+            critic_lo.append(np.full(count, -np.inf))
+            critic_hi.append(np.full(count, np.inf))
+            col += count
         self._critic_age_cols = slice(col, col + len(self.critic_age))
-        c_lo.append(np.zeros(len(self.critic_age)))
-        c_hi.append(np.full(len(self.critic_age), np.inf))
-        self.policy_space = _box(p_lo, p_hi)
-        self.critic_space = _box(c_lo, c_hi)
+        critic_lo.append(np.zeros(len(self.critic_age)))
+        critic_hi.append(np.full(len(self.critic_age), np.inf))
+        self.policy_space = _box(policy_lo, policy_hi)
+        self.critic_space = _box(critic_lo, critic_hi)
         self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
         self._plan = self._make_plan()
         # numpy views of the plan's sources (policy, critic), made when numpy packing is first asked for

@@ -1,6 +1,6 @@
-"""``ActionLatency`` (SPEC §4): exact ramp-action tests on envs that record the action they applied, every
-autoreset mode, numpy and torch, jitter statistics, initial actions, episode boundaries, randomization,
-checkpoints, bad input, composition with ``SensorObservation`` and a slow per-env reference."""
+"""``ActionLatency`` (docs/action_latency.md): exact ramp-action tests on envs that record the action they
+applied, every autoreset mode, numpy and torch, jitter statistics, initial actions, episode boundaries,
+randomization, checkpoints, bad input, composition with ``SensorObservation`` and a slow per-env reference."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def with_final(obs, info, done):
     return out
 
 
-# -- the slow per-env reference, written from SPEC §2.5 / §4 ----------------------------------------
+# -- the slow per-env reference, written from docs/action_latency.md ----------------------------------------
 class Reference:
     """One Python object per env: the episode's chosen actions, the index of the last applied one."""
 
