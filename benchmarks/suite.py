@@ -40,8 +40,9 @@ class ContactBench(sg.SimpleSensor):
 
     @classmethod
     def _init_metadata(cls, md):
-        # a tensor threshold: a Python scalar would be wrapped into a new 0-d tensor every step
-        md.threshold = torch.tensor(0.5, device=md.device)
+        # a tensor threshold: a Python scalar would be wrapped into a new 0-d tensor every step (kept in
+        # md.constants, the place for values a class derives once, not as a new attribute of md)
+        md.constants["threshold"] = torch.tensor(0.5, device=md.device)
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):
@@ -50,7 +51,7 @@ class ContactBench(sg.SimpleSensor):
     @classmethod
     def _post_process(cls, md, data, timeline, *, is_measured):
         out = timeline.at(0)
-        torch.gt(data, md.threshold, out=out)
+        torch.gt(data, md.constants["threshold"], out=out)
         return out
 
 
