@@ -56,12 +56,12 @@ def bytes_written_per_step(mgr) -> int:
     """Bytes the pipeline must write each step: timeline slots (GT + measured), working buffer,
     return-ring slots, caches and history slots of every class."""
     total = 0
-    for st in mgr._stores.values():
+    for st in (mgr.storage(cls) for cls in dict.fromkeys(type(s) for s in mgr.sensors)):
         b = mgr.num_envs
-        icols = st.islice.stop - st.islice.start
+        icols = st.columns.stop - st.columns.start
         isize = st.group.dtype.itemsize
         total += 3 * b * icols * isize  # GT + measured timeline slot, working buffer
-        rsize = st.rdtype.itemsize * b * st.rcols
+        rsize = st.return_dtype.itemsize * b * st.return_cols
         for ring in (st.gt_ring, st.m_ring, st.hist):
             if ring is not None:
                 total += rsize

@@ -34,22 +34,15 @@ class ContactBench(sg.SimpleSensor):
     """Contact-style: all instances read one ``(B, n)`` state entry in one copy; bool via threshold."""
 
     options_cls = ContactBenchOptions
-
-    def _get_return_format(self):
-        return (1,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.bool
-
-    @classmethod
-    def _get_intermediate_dtype(cls):
-        return torch.float32
+    return_format = (1,)
+    cache_dtype = torch.bool
+    intermediate_dtype = torch.float32
 
     @classmethod
     def _init_metadata(cls, md):
-        # a tensor threshold: a Python scalar would be wrapped into a new 0-d tensor every step
-        md.threshold = torch.tensor(0.5, device=md.device)
+        # a tensor threshold: a Python scalar would be wrapped into a new 0-d tensor every step (kept in
+        # md.constants, the place for values a class derives once, not as a new attribute of md)
+        md.constants["threshold"] = torch.tensor(0.5, device=md.device)
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):
@@ -58,7 +51,7 @@ class ContactBench(sg.SimpleSensor):
     @classmethod
     def _post_process(cls, md, data, timeline, *, is_measured):
         out = timeline.at(0)
-        torch.gt(data, md.threshold, out=out)
+        torch.gt(data, md.constants["threshold"], out=out)
         return out
 
 
@@ -71,13 +64,8 @@ class EncoderBench(sg.SimpleSensor):
     """Encoder-style: all instances read one ``(B, n, 12)`` state entry in one copy."""
 
     options_cls = EncoderBenchOptions
-
-    def _get_return_format(self):
-        return (ENC_DIM,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.float32
+    return_format = (ENC_DIM,)
+    cache_dtype = torch.float32
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):
@@ -96,10 +84,10 @@ IMU_OPTIONS = dict(
 
 
 def make_state(num_envs: int, device: str | torch.device = "cpu", seed: int = 0) -> dict:
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    state = {f"imu{i}": torch.randn(num_envs, 3, generator=g) for i in range(N_IMU)}
-    state["contact"] = torch.rand(num_envs, N_CONTACT, generator=g)
-    state["joints"] = torch.randn(num_envs, N_ENC, ENC_DIM, generator=g)
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    state = {f"imu{i}": torch.randn(num_envs, 3, generator=generator) for i in range(N_IMU)}
+    state["contact"] = torch.rand(num_envs, N_CONTACT, generator=generator)
+    state["joints"] = torch.randn(num_envs, N_ENC, ENC_DIM, generator=generator)
     return {k: v.to(device) for k, v in state.items()}
 
 
@@ -177,36 +165,40 @@ class _Term:
         self.prev_lag = torch.zeros(num_envs, dtype=torch.long, device=device)
 
     def policy(self, state, gen) -> torch.Tensor:
-        x = self.func(state)
+        reading = self.func(state)
         if self.walk:
-            self.drift = self.drift + torch.randn(x.shape, generator=gen, device=x.device) * self.walk
-            x = x + self.drift
+            self.drift = (
+                self.drift + torch.randn(reading.shape, generator=gen, device=reading.device) * self.walk
+            )
+            reading = reading + self.drift
         if self.noise:
-            x = x + torch.randn(x.shape, generator=gen, device=x.device) * self.noise
+            reading = reading + torch.randn(reading.shape, generator=gen, device=reading.device) * self.noise
         if self.bias:
-            x = x + self.bias
+            reading = reading + self.bias
         if self.res:
-            x = torch.round(x / self.res) * self.res
+            reading = torch.round(reading / self.res) * self.res
         if self.threshold is not None:
-            x = x > self.threshold
+            reading = reading > self.threshold
         if self.delay_buf is not None:
-            self.delay_buf.append(x)
-            lag = torch.full((x.shape[0],), self.delay, dtype=torch.long, device=x.device)
+            self.delay_buf.append(reading)
+            lag = torch.full((reading.shape[0],), self.delay, dtype=torch.long, device=reading.device)
             if self.jitter_steps:
-                j = torch.rand(x.shape[0], generator=gen, device=x.device) * self.jitter_steps
-                u = torch.rand(x.shape[0], generator=gen, device=x.device)
-                lag = lag + torch.floor(j + u).long()
+                jitter_draw = (
+                    torch.rand(reading.shape[0], generator=gen, device=reading.device) * self.jitter_steps
+                )
+                uniform_draw = torch.rand(reading.shape[0], generator=gen, device=reading.device)
+                lag = lag + torch.floor(jitter_draw + uniform_draw).long()
                 lag = torch.minimum(lag, self.prev_lag + 1)
                 self.prev_lag = lag
-            x = self.delay_buf.lagged(lag)
+            reading = self.delay_buf.lagged(lag)
         if self.hist is not None:
-            self.hist.append(x)
-            x = self.hist.flat_history_newest_first()
-        return x
+            self.hist.append(reading)
+            reading = self.hist.flat_history_newest_first()
+        return reading
 
     def critic(self, state) -> torch.Tensor:
-        x = self.func(state)
-        return x > self.threshold if self.threshold is not None else x
+        truth = self.func(state)
+        return truth > self.threshold if self.threshold is not None else truth
 
 
 def _entry(key, col=None):
@@ -220,14 +212,14 @@ class PerSensorBaseline:
 
     def __init__(self, num_envs: int, device: str | torch.device = "cpu", seed: int = 0) -> None:
         self.gen = torch.Generator(device=device).manual_seed(seed)
-        d = round(0.04 / DT)
+        delay_steps = round(0.04 / DT)
         common = dict(num_envs=num_envs, device=device)
         self.terms = [
             *(
                 _Term(
                     _entry(f"imu{i}"),
                     3,
-                    delay=d,
+                    delay=delay_steps,
                     jitter_steps=IMU_OPTIONS["jitter"] / DT,
                     noise=0.01,
                     bias=0.02,
@@ -240,7 +232,7 @@ class PerSensorBaseline:
             ),
             *(_Term(_entry("contact", i), 1, delay=1, threshold=0.5, **common) for i in range(N_CONTACT)),
             *(
-                _Term(lambda st, i=i: st["joints"][:, i].clone(), ENC_DIM, res=0.01, **common)
+                _Term(lambda state, i=i: state["joints"][:, i].clone(), ENC_DIM, res=0.01, **common)
                 for i in range(N_ENC)
             ),
         ]

@@ -28,17 +28,9 @@ class OdometerSensor(sg.SimpleSensor):
     """Distance travelled since the episode start, in encoder ticks (int32)."""
 
     options_cls = OdometerOptions
-
-    def _get_return_format(self):
-        return (1,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.int32
-
-    @classmethod
-    def _get_intermediate_dtype(cls):
-        return torch.float32  # metres, before the encoder counts them
+    return_format = (1,)
+    cache_dtype = torch.int32
+    intermediate_dtype = torch.float32  # metres, before the encoder counts them
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):

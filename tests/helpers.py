@@ -17,10 +17,11 @@ import sensorgym as sg
 
 
 def ramp_state(t: float, num_envs: int, width: int = 1, key: str = "x", env_scale: float = 100.0):
-    """``x[b, c] = t + env_scale * b + 1000 * c``: every env and component distinct, exact in float32."""
-    b = torch.arange(num_envs, dtype=torch.float32)[:, None] * env_scale
-    c = torch.arange(width, dtype=torch.float32)[None, :] * 1000.0
-    return {key: (float(t) + b + c)}
+    """``x[b, c] = t + env_scale * b + 1000 * c`` (env ``b``, component ``c``): every env and component
+    distinct, exact in float32."""
+    env_offset = torch.arange(num_envs, dtype=torch.float32)[:, None] * env_scale
+    component_offset = torch.arange(width, dtype=torch.float32)[None, :] * 1000.0
+    return {key: (float(t) + env_offset + component_offset)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,13 +34,10 @@ class FilterOptions(sg.SimpleSensorOptions):
 
 class FilterSensor(sg.SimpleSensor):
     options_cls = FilterOptions
+    cache_dtype = torch.float32
 
     def _get_return_format(self):
         return (self.options.width,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.float32
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):
@@ -69,17 +67,11 @@ class ThresholdOptions(sg.SimpleSensorOptions):
 
 class ThresholdSensor(sg.SimpleSensor):
     options_cls = ThresholdOptions
+    cache_dtype = torch.bool
+    intermediate_dtype = torch.float32
 
     def _get_return_format(self):
         return (self.options.width,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.bool
-
-    @classmethod
-    def _get_intermediate_dtype(cls):
-        return torch.float32
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):
@@ -102,17 +94,11 @@ class ByteOptions(sg.SimpleSensorOptions):
 
 class ByteSensor(sg.SimpleSensor):
     options_cls = ByteOptions
+    cache_dtype = torch.uint8
+    intermediate_dtype = torch.float32
 
     def _get_return_format(self):
         return (self.options.width,)
-
-    @classmethod
-    def _get_cache_dtype(cls):
-        return torch.uint8
-
-    @classmethod
-    def _get_intermediate_dtype(cls):
-        return torch.float32
 
     @classmethod
     def _update_raw_data(cls, state, md, raw):

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .parameters import _EPS, COMPONENT_FIELDS, TIME_FIELDS, delay_steps, jitter_extra_steps  # noqa: F401 (re-exported)
+from .parameters import COMPONENT_FIELDS, TIME_FIELDS
 
 if TYPE_CHECKING:
     from .imperfections import HardwareImperfections

@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -29,7 +29,14 @@ import numpy as np
 from .randomization import Distribution
 from .values import as_int, as_real
 
-__all__ = ["ComponentValue", "SensorOptions", "SimpleSensorOptions", "TimeValue", "option_error"]
+__all__ = [
+    "ComponentValue",
+    "SensorOptions",
+    "SimpleSensorOptions",
+    "TimeValue",
+    "check_seconds",
+    "option_error",
+]
 
 TimeValue = float | Distribution
 ComponentValue = float | Sequence[float | Distribution] | Distribution
@@ -54,6 +61,133 @@ def _is_number(v: Any) -> bool:
     return as_real(v) is not None
 
 
+# -- per-field checks (the table `SensorOptions._field_checks` runs them) ------------------------------
+def check_seconds(owner: str, name: str, value: Any, sized: str = "") -> float | Distribution:
+    """A time option: a finite number of seconds ``>= 0``, or a bounded non-negative distribution.
+
+    ``sized`` completes the reason a distribution must be bounded (e.g. ``" so the delay ring can be
+    sized"``)."""
+    if isinstance(value, Distribution):
+        lo, hi = value.bounds
+        if lo < 0:
+            raise option_error(
+                owner,
+                name,
+                value,
+                f"it can produce negative {name} ({lo})",
+                "use a distribution with non-negative support, e.g. Uniform(0.0, 0.04) or "
+                "Normal(..., low=0.0, high=...)",
+            )
+        if not math.isfinite(hi):
+            raise option_error(
+                owner,
+                name,
+                value,
+                f"{name} must be bounded{sized}",
+                "give the Normal distribution a finite high=... bound",
+            )
+        return value
+    if not _is_number(value):
+        raise TypeError(
+            f"{owner}.{name}={value!r} is invalid: expected seconds as a float or a "
+            f"Distribution. Fix: pass e.g. {name}=0.02 or {name}=sg.Uniform(0.0, 0.04)."
+        )
+    seconds = as_real(value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise option_error(
+            owner,
+            name,
+            seconds,
+            f"{name} must be a finite number of seconds >= 0",
+            f"use {name}=0.0 for none",
+        )
+    return float(seconds)
+
+
+def _time(options: SensorOptions, name: str, value: Any) -> float | Distribution:
+    sized = " so the delay ring can be sized" if name in ("delay", "jitter") else ""
+    return check_seconds(type(options).__name__, name, value, sized)
+
+
+def _optional_time(options: SensorOptions, name: str, value: Any) -> float | Distribution | None:
+    return None if value is None else _time(options, name, value)
+
+
+def _jitter(options: SensorOptions, name: str, value: Any) -> float | Distribution:
+    """A time option, at most ``delay`` (checked before it)."""
+    value = _time(options, name, value)
+    d_hi = bounds_of(options.delay)[1]
+    if bounds_of(value)[1] > d_hi + 1e-12:
+        raise options._err(
+            name,
+            value,
+            "jitter is extra delay on top of `delay` and must satisfy 0 <= jitter <= delay "
+            f"({options.delay})",
+            f"lower jitter to at most {d_hi:g} or raise delay",
+        )
+    return value
+
+
+def _history_length(options: SensorOptions, name: str, value: Any) -> int:
+    if as_int(value) is None:
+        raise TypeError(
+            f"{type(options).__name__}.{name}={value!r} is invalid: expected an int. "
+            "Fix: pass history_length=0 (no history) or a positive number of reads."
+        )
+    if value < 0:
+        raise options._err(
+            name, value, "it must be >= 0", "use 0 for no history or N > 0 for the last N reads"
+        )
+    return as_int(value)
+
+
+def _one_of(choices: tuple[str, ...], fix: str) -> Callable[..., str]:
+    def check(options: SensorOptions, name: str, value: Any) -> str:
+        if value not in choices:
+            raise options._err(name, value, f"it must be one of {choices}", fix)
+        return value
+
+    return check
+
+
+def _max_delay(options: SensorOptions, name: str, value: Any) -> float | None:
+    """``None``, or finite seconds at least the ``delay + jitter`` the options reach (checked before)."""
+    if value is None:
+        return None
+    if not _is_number(value) or not math.isfinite(as_real(value)):
+        raise options._err(
+            name, value, "it must be a finite number of seconds", "pass max_delay=None or e.g. max_delay=0.1"
+        )
+    reach = bounds_of(options.delay)[1] + bounds_of(options.jitter)[1]
+    if value < reach - 1e-12:
+        raise options._err(
+            name,
+            value,
+            f"it is below delay + jitter ({reach:g}) that the options already reach",
+            f"use max_delay >= {reach:g} or leave it None",
+        )
+    return as_real(value)
+
+
+def _probability(options: SensorOptions, name: str, value: Any) -> float | Distribution:
+    """A lost-sample probability in ``[0, 1)``, or a distribution inside it."""
+    fix = f"pass a probability 0 <= {name} < 1, e.g. {name}=0.05 or {name}=sg.Uniform(0.0, 0.1)"
+    if isinstance(value, Distribution):
+        lo, hi = value.bounds
+        if lo < 0 or hi >= 1:
+            raise options._err(name, value, f"it can produce {lo if lo < 0 else hi}, outside [0, 1)", fix)
+        return value
+    if not _is_number(value):
+        raise TypeError(
+            f"{type(options).__name__}.{name}={value!r} is invalid: expected a probability as a float "
+            f"or a Distribution. Fix: {fix}."
+        )
+    probability = as_real(value)
+    if not (math.isfinite(probability) and 0.0 <= probability < 1.0):
+        raise options._err(name, value, f"a lost-sample probability must satisfy 0 <= {name} < 1", fix)
+    return float(probability)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SensorOptions:
     """Time options shared by every sensor.
@@ -72,9 +206,9 @@ class SensorOptions:
             ``"hold"`` (keep the last finite raw value).
         max_delay: optional upper bound, in seconds, on ``delay + jitter`` that ``set_delay`` /
             ``set_jitter`` may reach at run time; the delay ring is sized for it.
-        update_period: the sampler's own period ``T`` in seconds (SPEC 2.8). ``T <= dt`` (default 0): a
-            sample every control step. ``T > dt``: with ``tau_t = t*dt - phase`` (``t`` = steps since the
-            env's reset), a sample is due at step ``t >= 1`` iff ``floor(tau_t/T + 1e-9) >
+        update_period: the sampler's own period ``T`` in seconds (docs/pipeline.md). ``T <= dt``
+            (default 0): a sample every control step. ``T > dt``: with ``tau_t = t*dt - phase`` (``t`` =
+            steps since the env's reset), a sample is due at step ``t >= 1`` iff ``floor(tau_t/T + 1e-9) >
             floor(tau_{t-1}/T + 1e-9)``, and always at the reset. Between samples the measured snapshot
             repeats the last sample bit for bit (noise, bias and quantization included; the random walk
             keeps drifting; ground truth is never held). Delay, jitter, padding and history then apply
@@ -110,132 +244,44 @@ class SensorOptions:
     def __post_init__(self) -> None:
         self._validate()
 
-    # -- validation ------------------------------------------------------------------------------------
-    def _err(self, name: str, value: Any, why: str, fix: str) -> ValueError:
-        return option_error(type(self).__name__, name, value, why, fix)
-
-    def _check_time(self, name: str, value: Any) -> None:
-        if isinstance(value, Distribution):
-            lo, hi = value.bounds
-            if lo < 0:
-                raise self._err(
-                    name,
-                    value,
-                    f"it can produce negative {name} ({lo})",
-                    "use a distribution with non-negative support, e.g. Uniform(0.0, 0.04) or "
-                    "Normal(..., low=0.0, high=...)",
-                )
-            if not math.isfinite(hi):
-                raise self._err(
-                    name,
-                    value,
-                    f"{name} must be bounded"
-                    + (" so the delay ring can be sized" if name in ("delay", "jitter") else ""),
-                    "give the Normal distribution a finite high=... bound",
-                )
-            return
-        if not _is_number(value):
-            raise TypeError(
-                f"{type(self).__name__}.{name}={value!r} is invalid: expected seconds as a float or a "
-                f"Distribution. Fix: pass e.g. {name}=0.02 or {name}=sg.Uniform(0.0, 0.04)."
-            )
-        value = as_real(value)
-        if not math.isfinite(value) or value < 0:
-            raise self._err(
-                name, value, f"{name} must be a finite number of seconds >= 0", f"use {name}=0.0 for none"
-            )
-        object.__setattr__(self, name, float(value))
+    #: the per-field checks, in the order they run (a check may read fields checked before it): field name
+    #: -> ``check(options, name, value)``, which raises on an invalid value and returns it normalized
+    _field_checks: ClassVar[tuple[tuple[str, Callable[..., Any]], ...]]
 
     def _validate(self) -> None:
-        self._check_time("delay", self.delay)
-        self._check_time("jitter", self.jitter)
-        d_hi = bounds_of(self.delay)[1]
-        j_hi = bounds_of(self.jitter)[1]
-        if j_hi > d_hi + 1e-12:
-            raise self._err(
-                "jitter",
-                self.jitter,
-                "jitter is extra delay on top of `delay` and must satisfy 0 <= jitter <= delay "
-                f"({self.delay})",
-                f"lower jitter to at most {d_hi:g} or raise delay",
-            )
-        h = self.history_length
-        if as_int(h) is None:
-            raise TypeError(
-                f"{type(self).__name__}.history_length={h!r} is invalid: expected an int. "
-                "Fix: pass history_length=0 (no history) or a positive number of reads."
-            )
-        if h < 0:
-            raise self._err(
-                "history_length", h, "it must be >= 0", "use 0 for no history or N > 0 for the last N reads"
-            )
-        object.__setattr__(self, "history_length", as_int(h))
-        if self.padding_type not in PADDING_TYPES:
-            raise self._err(
-                "padding_type",
-                self.padding_type,
-                f"it must be one of {PADDING_TYPES}",
-                'use padding_type="reset" (repeat the first snapshot) or "zero"',
-            )
-        if self.nan_policy not in NAN_POLICIES:
-            raise self._err(
-                "nan_policy",
-                self.nan_policy,
-                f"it must be one of {NAN_POLICIES}",
-                'use nan_policy="propagate", "raise" or "hold"',
-            )
-        if self.max_delay is not None:
-            if not _is_number(self.max_delay) or not math.isfinite(as_real(self.max_delay)):
-                raise self._err(
-                    "max_delay",
-                    self.max_delay,
-                    "it must be a finite number of seconds",
-                    "pass max_delay=None or e.g. max_delay=0.1",
-                )
-            if self.max_delay < d_hi + j_hi - 1e-12:
-                raise self._err(
-                    "max_delay",
-                    self.max_delay,
-                    f"it is below delay + jitter ({d_hi + j_hi:g}) that the options already reach",
-                    f"use max_delay >= {d_hi + j_hi:g} or leave it None",
-                )
-            object.__setattr__(self, "max_delay", as_real(self.max_delay))
-        self._check_time("update_period", self.update_period)
-        if self.update_phase is not None:
-            self._check_time("update_phase", self.update_phase)
-        self._check_dropout()
+        for name, check in self._field_checks:
+            object.__setattr__(self, name, check(self, name, getattr(self, name)))
 
-    def _check_dropout(self) -> None:
-        value = self.dropout
-        fix = "pass a probability 0 <= dropout < 1, e.g. dropout=0.05 or dropout=sg.Uniform(0.0, 0.1)"
-        if isinstance(value, Distribution):
-            lo, hi = value.bounds
-            if lo < 0 or hi >= 1:
-                raise self._err(
-                    "dropout", value, f"it can produce {lo if lo < 0 else hi}, outside [0, 1)", fix
-                )
-            return
-        if not _is_number(value):
-            raise TypeError(
-                f"{type(self).__name__}.dropout={value!r} is invalid: expected a probability as a float "
-                f"or a Distribution. Fix: {fix}."
-            )
-        p = as_real(value)
-        if not (math.isfinite(p) and 0.0 <= p < 1.0):
-            raise self._err("dropout", value, "a lost-sample probability must satisfy 0 <= dropout < 1", fix)
-        object.__setattr__(self, "dropout", float(p))
+    def _err(self, name: str, value: Any, why: str, fix: str) -> ValueError:
+        return option_error(type(self).__name__, name, value, why, fix)
 
     # -- helpers used by the manager -------------------------------------------------------------------
     def randomized_fields(self) -> tuple[str, ...]:
         """Names of fields given as distributions (directly or per component)."""
         out = []
-        for f in self.randomizable:
-            v = getattr(self, f)
-            if isinstance(v, Distribution) or (
-                isinstance(v, tuple) and any(isinstance(x, Distribution) for x in v)
+        for field in self.randomizable:
+            value = getattr(self, field)
+            if isinstance(value, Distribution) or (
+                isinstance(value, tuple) and any(isinstance(component, Distribution) for component in value)
             ):
-                out.append(f)
+                out.append(field)
         return tuple(out)
+
+
+SensorOptions._field_checks = (
+    ("delay", _time),
+    ("jitter", _jitter),
+    ("history_length", _history_length),
+    (
+        "padding_type",
+        _one_of(PADDING_TYPES, 'use padding_type="reset" (repeat the first snapshot) or "zero"'),
+    ),
+    ("nan_policy", _one_of(NAN_POLICIES, 'use nan_policy="propagate", "raise" or "hold"')),
+    ("max_delay", _max_delay),
+    ("update_period", _time),
+    ("update_phase", _optional_time),
+    ("dropout", _probability),
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,54 +322,58 @@ class SimpleSensorOptions(SensorOptions):
     #: imperfections that must be >= 0 (bias may be negative)
     _non_negative: ClassVar[tuple[str, ...]] = ("noise", "random_walk", "resolution")
 
-    def _validate(self) -> None:
-        super()._validate()
-        for name in ("noise", "bias", "random_walk", "resolution"):
-            object.__setattr__(self, name, self._check_component(name, getattr(self, name)))
 
-    def _check_component(self, name: str, value: Any) -> ComponentValue:
-        non_neg = name in self._non_negative
-        fix = f"pass {name}=0.0, a list with one value per component, or a Distribution"
+def _component(options: SimpleSensorOptions, name: str, value: Any) -> ComponentValue:
+    """An imperfection: a number, one value per component, or a distribution (also per component);
+    ``>= 0`` unless the field may be negative (bias)."""
+    non_neg = name in options._non_negative
+    fix = f"pass {name}=0.0, a list with one value per component, or a Distribution"
 
-        def check_one(v: Any, where: str) -> float | Distribution:
-            if isinstance(v, Distribution):
-                lo, _ = v.bounds
-                if non_neg and lo < 0:
-                    raise self._err(
-                        name,
-                        value,
-                        f"{where}can produce negative values ({lo}) but {name} must be >= 0",
-                        "use a non-negative distribution such as Uniform(0.0, x), "
-                        "LogUniform or Normal(..., low=0.0)",
-                    )
-                return v
-            if not _is_number(v):
-                raise TypeError(
-                    f"{type(self).__name__}.{name}={value!r} is invalid: {where}expected a number or a "
-                    f"Distribution, got {type(v).__name__}. Fix: {fix}."
-                )
-            v = float(v)
-            if not math.isfinite(v):
-                raise self._err(name, value, f"{where}values must be finite", fix)
-            if non_neg and v < 0:
-                raise self._err(name, value, f"{where}{name} must be >= 0", f"use {abs(v)} or 0.0")
-            return v
-
-        if isinstance(value, (str, bytes)):
-            raise TypeError(
-                f"{type(self).__name__}.{name}={value!r} is invalid: expected a number. Fix: {fix}."
-            )
-        if isinstance(value, np.ndarray):
-            if value.ndim > 1:
-                raise self._err(
+    def check_one(v: Any, where: str) -> float | Distribution:
+        if isinstance(v, Distribution):
+            lo, _ = v.bounds
+            if non_neg and lo < 0:
+                raise options._err(
                     name,
-                    value.tolist(),
-                    "per-component values must be one flat sequence",
-                    "flatten it to one value per component",
+                    value,
+                    f"{where}can produce negative values ({lo}) but {name} must be >= 0",
+                    "use a non-negative distribution such as Uniform(0.0, x), "
+                    "LogUniform or Normal(..., low=0.0)",
                 )
-            value = value.tolist() if value.ndim == 1 else value.item()
-        if isinstance(value, Sequence):
-            if len(value) == 0:
-                raise self._err(name, value, "the per-component sequence is empty", fix)
-            return tuple(check_one(v, f"component {i}: ") for i, v in enumerate(value))
-        return check_one(value, "")
+            return v
+        if not _is_number(v):
+            raise TypeError(
+                f"{type(options).__name__}.{name}={value!r} is invalid: {where}expected a number or a "
+                f"Distribution, got {type(v).__name__}. Fix: {fix}."
+            )
+        v = float(v)
+        if not math.isfinite(v):
+            raise options._err(name, value, f"{where}values must be finite", fix)
+        if non_neg and v < 0:
+            raise options._err(name, value, f"{where}{name} must be >= 0", f"use {abs(v)} or 0.0")
+        return v
+
+    if isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"{type(options).__name__}.{name}={value!r} is invalid: expected a number. Fix: {fix}."
+        )
+    if isinstance(value, np.ndarray):
+        if value.ndim > 1:
+            raise options._err(
+                name,
+                value.tolist(),
+                "per-component values must be one flat sequence",
+                "flatten it to one value per component",
+            )
+        value = value.tolist() if value.ndim == 1 else value.item()
+    if isinstance(value, Sequence):
+        if len(value) == 0:
+            raise options._err(name, value, "the per-component sequence is empty", fix)
+        return tuple(check_one(v, f"component {i}: ") for i, v in enumerate(value))
+    return check_one(value, "")
+
+
+SimpleSensorOptions._field_checks = (
+    *SensorOptions._field_checks,
+    *((name, _component) for name in ("noise", "bias", "random_walk", "resolution")),
+)

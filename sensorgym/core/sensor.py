@@ -4,7 +4,8 @@ A sensor *class* is the unit of batching: the manager calls each hook once per c
 over all instances of the class (columns) and all envs (rows). A sensor *instance* is a handle that knows
 its options and its columns, and reads its slice of the class's return cache.
 
-Hook order per step (SPEC 2.3), run by :class:`SimpleSensor`'s ``_update_shared_cache``::
+Hook order per step (docs/pipeline.md, "Data flow of one step"), run by :class:`SimpleSensor`'s
+``_update_shared_cache``::
 
     _update_current_timestep_data   raw -> GT slot 0 and measured slot 0, physics imperfections (measured)
     _apply_transform(GT, is_measured=False)
@@ -19,11 +20,8 @@ Example: a custom sensor that reads ``state["pos"]`` and reports it in centimetr
     ...     pass
     >>> class CmSensor(sg.SimpleSensor):
     ...     options_cls = CmOptions
-    ...     def _get_return_format(self):
-    ...         return (2,)
-    ...     @classmethod
-    ...     def _get_cache_dtype(cls):
-    ...         return torch.float32
+    ...     return_format = (2,)  # short for a _get_return_format that returns (2,)
+    ...     cache_dtype = torch.float32  # short for a _get_cache_dtype classmethod
     ...     @classmethod
     ...     def _update_raw_data(cls, state, md, raw):
     ...         for s in md.sensors:  # one instance here; real sensors gather all columns at once
@@ -129,8 +127,21 @@ class Sensor(ABC):
     #: NamedTuple type for multi-field sensors (field order = return format order); auto if None
     return_type: ClassVar[type | None] = None
 
+    # Shorthands for hooks that return a constant: a class that sets one of these attributes gets the
+    # default hook that returns it (``cache_dtype = torch.float32`` stands for a ``_get_cache_dtype``
+    # classmethod returning ``torch.float32``). A class may set the attribute or define the hook, not both.
+    #: dtype of readings (``_get_cache_dtype``)
+    cache_dtype: ClassVar[torch.dtype]
+    #: dtype of the intermediate space (``_get_intermediate_dtype``)
+    intermediate_dtype: ClassVar[torch.dtype]
+    #: shape of one reading, or a tuple of shapes (``_get_return_format``), when it does not depend on options
+    return_format: ClassVar[Format]
+    #: shape in the intermediate space (``_get_intermediate_format``)
+    intermediate_format: ClassVar[Format]
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _install_constant_hooks(cls)
         if _overrides(cls, "_post_process") and not (
             _overrides(cls, "_get_intermediate_format") or _overrides(cls, "_get_intermediate_dtype")
         ):
@@ -207,7 +218,8 @@ class Sensor(ABC):
     def _post_process(
         cls, md: SensorMetadata, data: torch.Tensor, timeline: RingView, *, is_measured: bool
     ) -> torch.Tensor:
-        """Project intermediate ``(B, icols)`` to return space ``(B, rcols)``; identity by default.
+        """Project the intermediate space ``(B, intermediate columns)`` to the return space ``(B, return
+        columns)``; identity by default.
 
         ``timeline`` is the class's return-space ring: ``timeline.at(0)`` is the slot this step writes
         and ``timeline.at(1)`` the previous projected value. Writing the result into ``timeline.at(0)`` and
@@ -269,9 +281,9 @@ class Sensor(ABC):
 
     def read_age(self) -> torch.Tensor:
         """``(B,)`` float32 seconds since the sample behind :meth:`read` was taken: ``(t - s) * dt`` with
-        ``t`` the steps since the env's reset and ``s`` the step of that sample (SPEC 2.8). It counts the
-        delay and any held sample; while a delayed read still shows padding, ``s`` is the reset step.
-        A new tensor."""
+        ``t`` the steps since the env's reset and ``s`` the step of that sample (docs/pipeline.md). It
+        counts the delay and any held sample; while a delayed read still shows padding, ``s`` is the
+        reset step. A new tensor."""
         return self._manager._read_age(self)
 
     def _pack(self, flat: torch.Tensor, lead: tuple[int, ...]) -> Any:
@@ -279,10 +291,10 @@ class Sensor(ABC):
         fields = self.fields
         out, start = [], 0
         for shape in fields:
-            n = math.prod(shape)
-            part = flat[..., start : start + n]
+            size = math.prod(shape)
+            part = flat[..., start : start + size]
             out.append(part.reshape(*lead, *shape) if shape else part.reshape(*lead))
-            start += n
+            start += size
         if len(fields) == 1:
             return out[0]
         return self._named_tuple_type(len(out))(*out)
@@ -309,6 +321,51 @@ class Sensor(ABC):
     def read_randomization(self) -> dict[str, torch.Tensor]:
         """Per-env values of the options given as distributions: ``{field: (B, k)}`` new tensors."""
         return self._manager._read_randomization(self)
+
+
+#: class attribute -> the hook it stands for (see ``Sensor.cache_dtype``)
+_CONSTANT_HOOKS = {
+    "cache_dtype": "_get_cache_dtype",
+    "intermediate_dtype": "_get_intermediate_dtype",
+    "return_format": "_get_return_format",
+    "intermediate_format": "_get_intermediate_format",
+}
+
+
+def _install_constant_hooks(cls: type) -> None:
+    """Give ``cls`` the hook of each constant attribute it sets itself (it inherits them otherwise).
+
+    Runs before ``ABCMeta`` collects the abstract methods, so a class whose attributes provide its
+    abstract hooks is concrete; a class that provides neither attribute nor hook stays abstract."""
+    for attribute, hook in _CONSTANT_HOOKS.items():
+        if attribute not in cls.__dict__:
+            continue
+        if hook in cls.__dict__:
+            raise TypeError(
+                f"{cls.__name__} sets both {attribute} and {hook}. Fix: keep one (the attribute is the "
+                f"short form of a {hook} that returns a constant)."
+            )
+        setattr(cls, hook, _constant_hook(attribute, hook))
+
+
+def _constant_hook(attribute: str, hook: str) -> Any:
+    """The default ``hook`` that returns the class attribute ``attribute`` (read at call time, so a
+    subclass that only changes the attribute's value is served too)."""
+    if hook.endswith("_dtype"):  # dtypes are uniform per class: classmethods
+
+        def dtype_hook(cls: type) -> torch.dtype:
+            return getattr(cls, attribute)
+
+        dtype_hook.__name__ = dtype_hook.__qualname__ = hook
+        dtype_hook.__doc__ = f"``cls.{attribute}``."
+        return classmethod(dtype_hook)
+
+    def format_hook(self: Sensor) -> Format:
+        return getattr(type(self), attribute)
+
+    format_hook.__name__ = format_hook.__qualname__ = hook
+    format_hook.__doc__ = f"``{attribute}`` of the class."
+    return format_hook
 
 
 class SimpleSensor(Sensor):
@@ -342,7 +399,8 @@ class SimpleSensor(Sensor):
     @classmethod
     @abstractmethod
     def _update_raw_data(cls, state: Any, md: SensorMetadata, raw: torch.Tensor) -> None:
-        """Write the raw physical value of every instance into ``raw`` ``(B, icols)`` in place."""
+        """Write the raw physical value of every instance into ``raw`` ``(B, intermediate columns)``, in
+        place."""
 
     @classmethod
     def _apply_physics_imperfections(cls, md, data: torch.Tensor, timeline) -> None:

@@ -530,47 +530,6 @@ class ClassStorage:
             rings.append(self.sampler.sample_ring)
         return [r.depth for r in rings if r is not None]
 
-    # -- old names, kept for readers outside the engine -------------------------------------------------
-    @property
-    def islice(self) -> slice:
-        return self.columns
-
-    @property
-    def rcols(self) -> int:
-        return self.return_cols
-
-    @property
-    def rdtype(self) -> torch.dtype:
-        return self.return_dtype
-
-    @property
-    def H(self) -> int:
-        return self.history_length
-
-    @property
-    def inter(self) -> torch.Tensor:
-        return self.working
-
-    @property
-    def gt_inter(self) -> torch.Tensor:
-        return self.gt_intermediate
-
-    @property
-    def gt_tl(self) -> Ring:
-        return self.timeline
-
-    @property
-    def m_tl(self) -> Ring:
-        return self.measured_timeline
-
-    @property
-    def prev_shift(self) -> torch.Tensor | None:
-        return None if self.delay_line is None else self.delay_line.prev_shift
-
-    @property
-    def jitter_draw(self) -> torch.Tensor | None:
-        return None if self.delay_line is None else self.delay_line.jitter_draw
-
     # -- save/restore and persistence --------------------------------------------------------------------
     def row_state(self) -> list[torch.Tensor]:
         """Tensors (leading dim B) a capture writes for every env: what a reset must restore for the

@@ -2,7 +2,7 @@
 
 * :func:`resolve_critic_input`: the one critic-input option every adapter takes, ``critic_input``: the
   observation keys the critic reads, ``("policy", "critic")`` (default) or ``("critic",)``.
-* :class:`SameStepStepper`: rsl_rl, skrl and rl_games expect the observation after a finished episode to
+* :class:`SameStepStepper`: SB3, rsl_rl, skrl and rl_games expect the observation after a finished episode to
   be the reset observation of the next one (same-step autoreset). The stepper provides exactly that from a
   Gymnasium vector env in ``SAME_STEP`` mode (native) or ``DISABLED`` mode (it resets finished envs with
   ``reset_mask``), hands everything over as torch tensors on one device, and also returns the **terminal**
@@ -92,8 +92,8 @@ def to_torch(x: Any, device: torch.device, dtype: torch.dtype | None = None) -> 
     """Arrays (or mappings of them) as torch tensors on ``device``."""
     if isinstance(x, Mapping):
         return {k: to_torch(v, device, dtype) for k, v in x.items()}
-    t = x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x))
-    return t.to(device=device, dtype=dtype) if dtype is not None else t.to(device)
+    tensor = x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x))
+    return tensor.to(device=device, dtype=dtype) if dtype is not None else tensor.to(device)
 
 
 def host_mask(mask: Any) -> np.ndarray:
@@ -106,26 +106,41 @@ def host_mask(mask: Any) -> np.ndarray:
 class StepResult(NamedTuple):
     """One step of :class:`SameStepStepper`, all torch tensors on the stepper's device."""
 
-    obs: dict[str, torch.Tensor]  #: next observation (the reset observation for finished envs)
+    obs: Any  #: next observation (the reset observation for finished envs); a dict of tensors for sensor envs
     rewards: torch.Tensor  #: ``(B,)`` float32
     terminated: torch.Tensor  #: ``(B,)`` bool
     truncated: torch.Tensor  #: ``(B,)`` bool
-    info: dict[str, Any]  #: the vector env's info
-    terminal_obs: dict[str, torch.Tensor]  #: ``obs`` with finished envs' rows replaced by their terminal one
+    info: dict[str, Any]  #: the vector env's info of the step
+    #: ``obs`` with finished envs' rows replaced by their terminal one (``obs`` itself when none finished)
+    terminal_obs: Any
+    #: DISABLED mode: the info of the ``reset(options={"reset_mask": ...})`` that restarted finished envs
+    reset_info: dict[str, Any] | None = None
 
 
 class SameStepStepper:
     """Drive a ``SAME_STEP`` or ``DISABLED`` vector env as a same-step autoreset env, in torch.
 
+    The one definition of autoreset handling that every RL adapter (SB3, rsl_rl, skrl, rl_games) uses.
+
     Args:
         venv: a vector env whose observation is ``{"policy", "critic"}`` (e.g. a ``SensorObservation``).
         who: the adapter's name, for error messages.
         device: device of the returned tensors (default: the env's device, else CPU).
+        sensor_dict: whether to require the ``{"policy", "critic"}`` observation; without it, any
+            observation made of arrays (one, or a Dict of them) is stepped.
 
-    See the module docstring for an example.
+    Actions are handed to the env as given, except that torch actions become numpy for a numpy env. See
+    the module docstring for an example.
     """
 
-    def __init__(self, venv: VectorEnv, who: str, device: str | torch.device | None = None) -> None:
+    def __init__(
+        self,
+        venv: VectorEnv,
+        who: str,
+        device: str | torch.device | None = None,
+        *,
+        sensor_dict: bool = True,
+    ) -> None:
         mode = AutoresetMode(venv.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
         if mode is AutoresetMode.NEXT_STEP:
             raise ValueError(
@@ -134,7 +149,7 @@ class SameStepStepper:
                 "(or DISABLED)."
             )
         space = venv.single_observation_space
-        if not isinstance(space, gym.spaces.Dict) or not set(_KEYS) <= set(space.spaces):
+        if sensor_dict and (not isinstance(space, gym.spaces.Dict) or not set(_KEYS) <= set(space.spaces)):
             raise TypeError(
                 f"{who}: the env's observation space must be a Dict with 'policy' and 'critic' keys, got "
                 f"{space}. Fix: wrap the vector env with sensorgym.wrappers.SensorObservation first."
@@ -149,29 +164,28 @@ class SameStepStepper:
         obs, _ = self.venv.reset(seed=seed)
         return to_torch(obs, self.device)
 
-    def step(self, actions: torch.Tensor) -> StepResult:
+    def step(self, actions: Any) -> StepResult:
         """One step; finished envs' ``obs`` rows are the reset observation of their next episode, their
         ``terminal_obs`` rows the last observation of the episode that finished."""
-        a = actions.detach().cpu().numpy() if self._numpy_actions else actions
-        obs, rewards, terminated, truncated, info = self.venv.step(a)
+        if self._numpy_actions and torch.is_tensor(actions):
+            actions = actions.detach().cpu().numpy()
+        obs, rewards, terminated, truncated, info = self.venv.step(actions)
         term = to_torch(terminated, self.device, torch.bool)
         trunc = to_torch(truncated, self.device, torch.bool)
+        rewards = to_torch(rewards, self.device, torch.float32)
         done = host_mask(term | trunc)
         if not done.any():
             obs = to_torch(obs, self.device)
-            return StepResult(obs, to_torch(rewards, self.device, torch.float32), term, trunc, info, obs)
+            return StepResult(obs, rewards, term, trunc, info, obs)
         if self.mode is AutoresetMode.DISABLED:
             terminal = to_torch(obs, self.device)
-            obs, _ = self.venv.reset(options={"reset_mask": done.copy()})
-            obs = to_torch(obs, self.device)
-        else:
-            obs = to_torch(obs, self.device)
-            terminal = self._terminal(obs, info, done)
-        return StepResult(obs, to_torch(rewards, self.device, torch.float32), term, trunc, info, terminal)
+            obs, reset_info = self.venv.reset(options={"reset_mask": done.copy()})
+            return StepResult(to_torch(obs, self.device), rewards, term, trunc, info, terminal, reset_info)
+        obs = to_torch(obs, self.device)
+        return StepResult(obs, rewards, term, trunc, info, self._terminal(obs, info, done))
 
-    def _terminal(
-        self, obs: dict[str, torch.Tensor], info: Mapping, done: np.ndarray
-    ) -> dict[str, torch.Tensor]:
+    def _terminal(self, obs: Any, info: Mapping, done: np.ndarray) -> Any:
+        """``obs`` with the rows of envs that finished replaced by ``info["final_obs"]`` (SAME_STEP)."""
         final = info.get("final_obs")
         if final is None:
             raise RuntimeError(
@@ -179,18 +193,24 @@ class SameStepStepper:
                 "observation is lost. Fix: return it (gymnasium's Sync/Async vector envs do)."
             )
         rows = host_mask(info.get("_final_obs", done)) & done
-        if isinstance(final, np.ndarray) and final.dtype == object:  # Sync/Async: one dict per env
-            out = {k: v.clone() for k, v in obs.items()}
+        if isinstance(obs, Mapping):
+            return {k: self._terminal_rows(v, final, rows, k) for k, v in obs.items()}
+        return self._terminal_rows(obs, final, rows, None)
+
+    def _terminal_rows(
+        self, batch: torch.Tensor, final: Any, rows: np.ndarray, key: str | None
+    ) -> torch.Tensor:
+        """One observation array: ``batch`` with ``final``'s rows where ``rows`` (``final`` is Gymnasium's
+        object array of per-env observations, or a natively batched env's batched observation)."""
+        if isinstance(final, np.ndarray) and final.dtype == object:  # Sync/Async: one observation per env
+            out = batch.clone()
             for i in np.flatnonzero(rows):
-                for k in out:
-                    out[k][i] = torch.as_tensor(np.asarray(final[i][k]), device=self.device)
+                value = final[i] if key is None else final[i][key]
+                out[i] = torch.as_tensor(np.asarray(value), device=self.device)
             return out
-        mask = torch.as_tensor(rows, device=self.device)
-        out = {}
-        for k, v in obs.items():
-            f = to_torch(final[k], self.device, v.dtype)
-            out[k] = torch.where(mask.view(-1, *([1] * (v.dim() - 1))), f, v)
-        return out
+        value = to_torch(final if key is None else final[key], self.device, batch.dtype)
+        mask = torch.as_tensor(rows, device=self.device).view(-1, *([1] * (batch.dim() - 1)))
+        return torch.where(mask, value, batch)
 
 
 # -- the env's own episode clock -----------------------------------------------------------------------
@@ -285,5 +305,5 @@ class EpisodeClock:
     def advance(self, dones: torch.Tensor) -> None:
         """Keep the local counter (used only when the env has none) in step with the env."""
         if not self.found:
-            d = dones.detach().cpu().bool()
-            self._local = torch.where(d, torch.zeros_like(self._local), self._local + 1)
+            done = dones.detach().cpu().bool()
+            self._local = torch.where(done, torch.zeros_like(self._local), self._local + 1)

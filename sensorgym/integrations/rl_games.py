@@ -89,8 +89,8 @@ class RlGamesVecEnv(IVecEnv):
         return self._split(obs)
 
     def step(self, actions: Any) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, dict]:
-        a = actions if torch.is_tensor(actions) else torch.as_tensor(actions)
-        out = self._stepper.step(a.reshape(self.num_envs, -1))
+        batch = actions if torch.is_tensor(actions) else torch.as_tensor(actions)
+        out = self._stepper.step(batch.reshape(self.num_envs, -1))
         obs = self._split(out.obs)
         terminal = obs if out.terminal_obs is out.obs else self._split(out.terminal_obs)
         infos = {"time_outs": out.truncated & ~out.terminated, TERMINAL_OBS_KEY: terminal}
@@ -152,8 +152,8 @@ def _named(fn: Callable[..., Any], name: str) -> bool:
 
 
 def _required(fn: Callable[..., Any], name: str) -> bool:
-    p = _parameters(fn).get(name)
-    return p is not None and p.default is inspect.Parameter.empty
+    parameter = _parameters(fn).get(name)
+    return parameter is not None and parameter.default is inspect.Parameter.empty
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:

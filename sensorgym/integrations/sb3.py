@@ -43,6 +43,8 @@ from stable_baselines3.sac.policies import SACPolicy
 from stable_baselines3.td3.policies import TD3Policy
 from torch import nn
 
+from .adapters import SameStepStepper
+
 __all__ = [
     "DEFAULT_CRITIC_INPUT",
     "AsymmetricActorCriticPolicy",
@@ -109,21 +111,17 @@ def unbatch_info(info: Mapping[str, Any], i: int) -> dict[str, Any]:
 class SB3VecEnv(VecEnv):
     """An SB3 ``VecEnv`` over a Gymnasium ``VectorEnv`` whose autoreset mode is SAME_STEP or DISABLED.
 
-    SAME_STEP: ``info["final_obs"]`` / ``info["final_info"]`` become ``terminal_observation`` and the
-    env's info. DISABLED: the adapter itself resets finished envs with ``reset_mask`` (one more call).
-    Torch observations are converted to numpy.
+    Stepped by :class:`~sensorgym.integrations.adapters.SameStepStepper` (the autoreset handling every
+    adapter shares, here on the CPU): SAME_STEP: ``info["final_obs"]`` / ``info["final_info"]`` become
+    ``terminal_observation`` and the env's info. DISABLED: finished envs are reset with ``reset_mask``
+    (one more call). Torch observations are converted to numpy.
     """
 
     def __init__(self, venv: VectorEnv) -> None:
-        mode = AutoresetMode(venv.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
-        if mode is AutoresetMode.NEXT_STEP:
-            raise ValueError(
-                "SB3VecEnv: the env resets in NEXT_STEP mode, but SB3 expects the reset observation in the "
-                "same step as the terminal one. Fix: build the vector env with "
-                "autoreset_mode=gym.vector.AutoresetMode.SAME_STEP (or DISABLED)."
-            )
+        # the autoreset handling (and the NEXT_STEP refusal) shared with the other RL adapters
+        self._stepper = SameStepStepper(venv, "SB3VecEnv", "cpu", sensor_dict=False)
         self.venv = venv
-        self.mode = mode
+        self.mode = self._stepper.mode
         self._actions: Any = None
         super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
 
@@ -143,27 +141,21 @@ class SB3VecEnv(VecEnv):
         self._actions = actions
 
     def step_wait(self):
-        obs, rewards, terminations, truncations, info = self.venv.step(self._actions)
-        obs, rewards = _to_numpy(obs), _to_numpy(rewards)
-        term, trunc = np.asarray(_to_numpy(terminations), bool), np.asarray(_to_numpy(truncations), bool)
+        out = self._stepper.step(self._actions)
+        term, trunc = out.terminated.numpy(), out.truncated.numpy()
         dones = term | trunc
-        infos = [unbatch_info(info, i) for i in range(self.num_envs)]
+        infos = [unbatch_info(out.info, i) for i in range(self.num_envs)]
         if dones.any():
-            if self.mode is AutoresetMode.SAME_STEP:
-                final_obs, final_info = info.get("final_obs"), info.get("final_info", {})
-                for i in np.flatnonzero(dones):
-                    infos[i] = unbatch_info(final_info, i) if final_info else infos[i]
-                    infos[i]["terminal_observation"] = self._row(final_obs, i)
-            else:  # DISABLED: keep the terminal observation, then reset the finished envs
-                for i in np.flatnonzero(dones):
-                    infos[i]["terminal_observation"] = self._row(obs, i)
-                reset_obs, reset_info = self.venv.reset(options={"reset_mask": dones.copy()})
-                obs = _to_numpy(reset_obs)
-                for i in np.flatnonzero(dones):
-                    self.reset_infos[i] = unbatch_info(reset_info, i)
+            final_info = out.info.get("final_info") if self.mode is AutoresetMode.SAME_STEP else None
+            terminal = _to_numpy(out.terminal_obs)
             for i in np.flatnonzero(dones):
+                if final_info:
+                    infos[i] = unbatch_info(final_info, i)
+                infos[i]["terminal_observation"] = self._row(terminal, i)
                 infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
-        return obs, np.asarray(rewards, dtype=np.float32), dones, infos
+                if out.reset_info is not None:  # DISABLED: the stepper reset the finished envs
+                    self.reset_infos[i] = unbatch_info(out.reset_info, i)
+        return _to_numpy(out.obs), out.rewards.numpy(), dones, infos
 
     @staticmethod
     def _row(batch: Any, i: int) -> Any:

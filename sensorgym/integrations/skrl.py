@@ -102,15 +102,15 @@ class SkrlWrapper(Wrapper):
     def step(self, actions: torch.Tensor):
         out = self._stepper.step(actions.reshape(self.num_envs, -1))
         self._obs = out.obs
-        n = self.num_envs
+        num_envs = self.num_envs
         info = dict(out.info)
         info[TERMINAL_OBS_KEY] = out.terminal_obs["policy"]
         info[TERMINAL_STATES_KEY] = critic_tensor(out.terminal_obs, self.critic_input)
         return (
             out.obs["policy"],
-            out.rewards.view(n, 1),
-            out.terminated.view(n, 1),
-            out.truncated.view(n, 1),
+            out.rewards.view(num_envs, 1),
+            out.terminated.view(num_envs, 1),
+            out.truncated.view(num_envs, 1),
             info,
         )
 

@@ -1,5 +1,6 @@
-"""Pieces shared by the vector and the single-env wrappers: options checking, dt inference, the
-template state used to build the manager before the first reset, and info cleaning."""
+"""Pieces shared by the vector and the single-env wrappers: their common constructor
+(:func:`init_sensor_wrapper`), options checking, dt inference, the template state used to build the
+manager before the first reset, and info cleaning."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from ..core.manager import SensorManager
 from ..core.options import SensorOptions
 from ..core.sensor import Sensor
 from ..core.values import as_real
 from ..sensors.state import StateSensorOptions
+from .layout import ObservationLayout
 from .spaces import template_entries
 from .state_mapping import EXTRACTOR_KEY, LAYOUT_KEY
 
@@ -25,10 +28,61 @@ __all__ = [
     "autoreset_mode_of",
     "check_sensors",
     "clean_info",
+    "constructor_arguments",
     "extract_state",
     "infer_dt",
+    "init_sensor_wrapper",
     "template_state",
 ]
+
+
+def init_sensor_wrapper(
+    wrapper: Any,
+    env: Any,
+    num_envs: int,
+    env_obs_space: gym.Space,
+    arguments: Mapping[str, Any],
+    device: str | Any,
+) -> dict[str, SensorOptions]:
+    """The constructor both sensor wrappers share (``SensorObservation`` and
+    ``SingleEnvSensorObservation``, whose keyword arguments are the same).
+
+    ``arguments`` are the wrapper's constructor arguments except ``env`` (``sensors``, ``dt``, ``device``,
+    ``seed``, ``policy``, ``critic``, ``critic_env_obs``, ``critic_randomization``, ``per_env_rng``,
+    ``policy_age``, ``critic_age``), recorded as given (``gym.utils.RecordConstructorArgs``); ``device`` is
+    where the manager lives (``arguments["device"]`` or the wrapper's own default). Sets ``wrapper.dt``,
+    ``.manager`` (built), ``.sensors`` (name -> Sensor) and ``.layout``; returns the checked sensor options.
+    """
+    gym.utils.RecordConstructorArgs.__init__(wrapper, **arguments)
+    sensors, policy, critic = check_sensors(arguments["sensors"], arguments["policy"], arguments["critic"])
+    wrapper.dt = infer_dt(env, arguments["dt"])
+    manager = SensorManager(
+        num_envs,
+        wrapper.dt,
+        device=device,
+        seed=arguments["seed"],
+        per_env_rng=arguments["per_env_rng"],
+    )
+    wrapper.manager = manager
+    wrapper.sensors = {name: manager.add_sensor(opts, name=name) for name, opts in sensors.items()}
+    manager.build(template_state(wrapper.sensors, env_obs_space, num_envs))
+    wrapper.layout = ObservationLayout(
+        manager,
+        wrapper.sensors,
+        policy,
+        critic,
+        env_obs_space,
+        include_env_obs=arguments["critic_env_obs"],
+        include_randomization=arguments["critic_randomization"],
+        policy_age=arguments["policy_age"],
+        critic_age=arguments["critic_age"],
+    )
+    return sensors
+
+
+def constructor_arguments(local_names: Mapping[str, Any]) -> dict[str, Any]:
+    """A wrapper constructor's ``locals()`` at its first line, without ``self`` and ``env``."""
+    return {k: v for k, v in local_names.items() if k not in ("self", "env", "__class__")}
 
 
 def check_sensors(
@@ -102,23 +156,23 @@ def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs
     # (several sensors may read one info entry, some through an index and some whole)
     exact: dict[str, tuple[int, ...]] = {}
     widest: dict[str, tuple[int, ...]] = {}
-    for name, s in sensors.items():
-        o = s.options
-        if not isinstance(o, StateSensorOptions) or o.key in observed:
+    for name, sensor in sensors.items():
+        options = sensor.options
+        if not isinstance(options, StateSensorOptions) or options.key in observed:
             continue
-        if o.shape is None:
+        if options.shape is None:
             raise ValueError(
-                f"sensor {name!r} reads state[{o.key!r}], which is not part of the observation, and its "
-                "shape is unknown before the first reset. Fix: give its shape, e.g. "
-                f"{type(o).__name__}(key={o.key!r}, shape=(3,), ...)."
+                f"sensor {name!r} reads state[{options.key!r}], which is not part of the observation, and "
+                "its shape is unknown before the first reset. Fix: give its shape, e.g. "
+                f"{type(options).__name__}(key={options.key!r}, shape=(3,), ...)."
             )
-        if o.index is None:
-            exact.setdefault(o.key, tuple(o.shape))
+        if options.index is None:
+            exact.setdefault(options.key, tuple(options.shape))
             continue
         # wide enough for every index, negative ones counting from the end
-        last = max(max(i + 1 if i >= 0 else -i for i in o.index), 1)
-        if last > widest.get(o.key, (0,))[-1]:
-            widest[o.key] = (*o.shape[:-1], last)
+        last = max(max(i + 1 if i >= 0 else -i for i in options.index), 1)
+        if last > widest.get(options.key, (0,))[-1]:
+            widest[options.key] = (*options.shape[:-1], last)
     for key, shape in {**widest, **exact}.items():
         state[key] = np.zeros((num_envs, *shape), np.float32)
     return state

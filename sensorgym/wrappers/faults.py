@@ -34,12 +34,12 @@ DEAD_PIPE = (BrokenPipeError, EOFError, ConnectionResetError)
 
 def _failing_sync_env(exc: BaseException) -> int | None:
     """The sub-env index a ``SyncVectorEnv`` was stepping when ``exc`` was raised (from the traceback)."""
-    tb = exc.__traceback__
-    while tb is not None:
-        frame = tb.tb_frame
+    trace = exc.__traceback__
+    while trace is not None:
+        frame = trace.tb_frame
         if isinstance(frame.f_locals.get("self"), SyncVectorEnv) and isinstance(frame.f_locals.get("i"), int):
             return frame.f_locals["i"]
-        tb = tb.tb_next
+        trace = trace.tb_next
     return None
 
 

@@ -1,12 +1,13 @@
-"""``ActionLatency``: the actuator half of the control loop (SPEC §4).
+"""``ActionLatency``: the actuator half of the control loop (docs/action_latency.md).
 
 The action the inner env applies at step ``t`` of an episode is the action the agent chose at step
-``t - shift``, with ``shift`` drawn exactly like a sensor's delay (SPEC §2.5): ``D = round(delay / dt)``,
-``shift = D + floor(j / dt + u)`` with ``j ~ U[0, jitter)`` and ``u ~ U[0, 1)`` drawn per env per step, and
-never older than the action applied at the previous step of that env (monotone). ``delay`` and ``jitter``
-may be numbers or :class:`~sensorgym.Distribution` objects resampled per env at every reset of that env
-(SPEC §2.6). Queued actions never cross an episode boundary: until an episode has produced the action a
-shift asks for, the env receives ``initial_action``.
+``t - shift``, with ``shift`` drawn exactly like a sensor's delay (docs/pipeline.md, "Delay and jitter"):
+``D = round(delay / dt)``, ``shift = D + floor(j / dt + u)`` with ``j ~ U[0, jitter)`` and ``u ~ U[0, 1)``
+drawn per env per step, and never older than the action applied at the previous step of that env
+(monotone). ``delay`` and ``jitter`` may be numbers or :class:`~sensorgym.Distribution` objects resampled
+per env at every reset of that env (like a sensor's randomized options). Queued actions never cross an
+episode boundary: until an episode has produced the action a shift asks for, the env receives
+``initial_action``.
 
 What is still in flight is state the critic may read; every ``reset``/``step`` info carries, per env:
 
@@ -44,7 +45,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -54,16 +54,22 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from ..core.metadata import _EPS, delay_steps, jitter_extra_steps
-from ..core.options import bounds_of, option_error
+from ..core.options import bounds_of, check_seconds, option_error
+from ..core.parameters import delay_steps, jitter_extra_steps
 from ..core.randomization import Distribution
 from ..core.rng import BatchRandom, RandomSource
-from ..core.values import as_int, as_real
+from ..core.values import as_int
 from ..sensors.state import StateSensorOptions
 from .common import autoreset_mode_of, infer_dt
 from .vector import _is_torch
 
 __all__ = ["APPLIED_KEY", "IN_FLIGHT_KEY", "LATENCY_KEY", "ActionLatency"]
+
+#: tolerance of the per-env jitter ceiling ``ceil(jitter / dt - JITTER_CEIL_TOLERANCE)``: a jitter that is a
+#: whole number of steps up to float rounding (``0.14 / 0.02 = 7.000000000000001``) adds exactly that many
+#: steps, never one more. The sensors' own delay law uses the same tolerance (``jitter_extra_steps``,
+#: which sizes the queue here too); tests/wrappers/test_action_latency.py checks that the two agree.
+JITTER_CEIL_TOLERANCE = 1e-9
 
 #: info key of the actions in flight, ``(B, max_shift, *action_shape)``, newest first
 IN_FLIGHT_KEY = "action_in_flight"
@@ -96,38 +102,8 @@ def _check_seed(seed: Any, where: str) -> int | None:
 
 
 def _check_time(name: str, value: Any) -> float | Distribution:
-    """A delay/jitter option: seconds >= 0 or a bounded non-negative distribution."""
-    if isinstance(value, Distribution):
-        lo, hi = value.bounds
-        if lo < 0:
-            raise option_error(
-                "ActionLatency",
-                name,
-                value,
-                f"it can produce negative {name} ({lo})",
-                "use a distribution with non-negative support, e.g. Uniform(0.0, 0.04) or "
-                "Normal(..., low=0.0, high=...)",
-            )
-        if not math.isfinite(hi):
-            raise option_error(
-                "ActionLatency",
-                name,
-                value,
-                f"{name} must be bounded so the action queue can be sized",
-                "give the Normal distribution a finite high=... bound",
-            )
-        return value
-    seconds = as_real(value)
-    if seconds is None:
-        raise TypeError(
-            f"ActionLatency.{name}={value!r} is invalid: expected seconds as a float or a Distribution. "
-            f"Fix: pass e.g. {name}=0.02 or {name}=sg.Uniform(0.0, 0.04)."
-        )
-    if not math.isfinite(seconds) or seconds < 0:
-        raise option_error(
-            "ActionLatency", name, value, f"{name} must be a finite number of seconds >= 0", f"use {name}=0.0"
-        )
-    return seconds
+    """A delay/jitter option: seconds >= 0 or a bounded non-negative distribution (the sensors' check)."""
+    return check_seconds("ActionLatency", name, value, " so the action queue can be sized")
 
 
 def _zero_action(space: gym.Space) -> np.ndarray:
@@ -142,7 +118,8 @@ def _zero_action(space: gym.Space) -> np.ndarray:
 
 
 class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
-    """Delay the actions of any vector env by ``delay`` (+ ``jitter``) seconds, per env (SPEC §4).
+    """Delay the actions of any vector env by ``delay`` (+ ``jitter``) seconds, per env
+    (docs/action_latency.md).
 
     Args:
         env: any ``gymnasium.vector.VectorEnv`` (Sync, Async or natively batched, numpy or torch; all three
@@ -196,29 +173,31 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             )
         self.delay = _check_time("delay", delay)
         self.jitter = _check_time("jitter", jitter)
-        d_hi, j_hi = bounds_of(self.delay)[1], bounds_of(self.jitter)[1]
-        if j_hi > d_hi + 1e-12:
+        delay_max, jitter_max = bounds_of(self.delay)[1], bounds_of(self.jitter)[1]
+        if jitter_max > delay_max + 1e-12:
             raise option_error(
                 "ActionLatency",
                 "jitter",
                 jitter,
                 f"jitter is extra delay on top of `delay` and must satisfy 0 <= jitter <= delay ({delay!r})",
-                f"lower jitter to at most {d_hi:g} or raise delay",
+                f"lower jitter to at most {delay_max:g} or raise delay",
             )
         self.dt = infer_dt(env, dt)
         if not isinstance(self.delay, Distribution):
             steps = self.delay / self.dt
             if abs(steps - round(steps)) > 1e-6:
-                d = delay_steps(self.delay, self.dt)
+                rounded = delay_steps(self.delay, self.dt)
                 warnings.warn(
                     f"ActionLatency: delay={self.delay:g} s is not a multiple of dt={self.dt:g} s; it is "
-                    f"rounded to {d} step(s) = {d * self.dt:g} s.",
+                    f"rounded to {rounded} step(s) = {rounded * self.dt:g} s.",
                     stacklevel=2,
                 )
         self.autoreset_mode = autoreset_mode_of(env)
         #: the deepest shift any env can reach: the width of ``info["action_in_flight"]``
-        self.max_shift = delay_steps(d_hi, self.dt) + jitter_extra_steps(min(j_hi, d_hi), self.dt)
-        self.has_jitter = j_hi > 0
+        self.max_shift = delay_steps(delay_max, self.dt) + jitter_extra_steps(
+            min(jitter_max, delay_max), self.dt
+        )
+        self.has_jitter = jitter_max > 0
         self.device = torch.device(getattr(env.unwrapped, "device", None) or "cpu")
         self.action_shape = tuple(space.shape)
         self._np_dtype = np.dtype(space.dtype)
@@ -227,35 +206,41 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         seed = _check_seed(seed, "seed")
         self._random: RandomSource = BatchRandom(self.device, None if seed is None else _stream_seed(seed))
 
-        b, dev = self.num_envs, self.device
-        self._rows = torch.arange(b, device=dev)
-        self._col = (b,) + (1,) * len(self.action_shape)  # a (B,) mask broadcast over one action
-        zero = torch.from_numpy(_zero_action(space)).to(dev)
-        init = zero if isinstance(self.initial_action, str) else torch.from_numpy(self.initial_action).to(dev)
-        self._init = init.expand(b, *self.action_shape).clone()  # what padding shows (not for "first")
-        self._ring = torch.zeros(self.max_shift + 1, b, *self.action_shape, dtype=self._dtype, device=dev)
+        num_envs, device = self.num_envs, self.device
+        self._rows = torch.arange(num_envs, device=device)
+        self._col = (num_envs,) + (1,) * len(self.action_shape)  # a (B,) mask broadcast over one action
+        zero = torch.from_numpy(_zero_action(space)).to(device)
+        init = (
+            zero if isinstance(self.initial_action, str) else torch.from_numpy(self.initial_action).to(device)
+        )
+        self._init = init.expand(num_envs, *self.action_shape).clone()  # what padding shows (not for "first")
+        self._ring = torch.zeros(
+            self.max_shift + 1, num_envs, *self.action_shape, dtype=self._dtype, device=device
+        )
         self._clock = 0  # global step count: the ring slot of this step's chosen actions
-        self._ep_t = torch.zeros(b, dtype=torch.long, device=dev)  # episode step of the next action
-        self._prev = torch.full((b,), _FAR, dtype=torch.long, device=dev)  # last effective shift
+        self._ep_t = torch.zeros(num_envs, dtype=torch.long, device=device)  # episode step of the next action
+        self._prev = torch.full((num_envs,), _FAR, dtype=torch.long, device=device)  # last effective shift
         self._first = self._init.clone()  # the episode's first action ("first")
         self._applied = self._init.clone()
-        self._autoreset = torch.zeros(b, dtype=torch.bool, device=dev)
-        f64 = dict(dtype=torch.float64, device=dev)
-        self._delay_s = torch.full((b,), 0.0 if isinstance(self.delay, Distribution) else self.delay, **f64)
-        self._jitter_s = torch.full(
-            (b,), 0.0 if isinstance(self.jitter, Distribution) else self.jitter, **f64
+        self._autoreset = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        float64 = dict(dtype=torch.float64, device=device)
+        self._delay_s = torch.full(
+            (num_envs,), 0.0 if isinstance(self.delay, Distribution) else self.delay, **float64
         )
-        self._scratch = torch.zeros(b, **f64)
-        self._delay_steps = torch.zeros(b, dtype=torch.long, device=dev)
-        self._jitter_steps = torch.zeros(b, dtype=torch.float32, device=dev)
-        self._jitter_ceil = torch.zeros(b, dtype=torch.long, device=dev)
-        self._draw = torch.zeros(2, b, dtype=torch.float32, device=dev)
+        self._jitter_s = torch.full(
+            (num_envs,), 0.0 if isinstance(self.jitter, Distribution) else self.jitter, **float64
+        )
+        self._scratch = torch.zeros(num_envs, **float64)
+        self._delay_steps = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self._jitter_steps = torch.zeros(num_envs, dtype=torch.float32, device=device)
+        self._jitter_ceil = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self._draw = torch.zeros(2, num_envs, dtype=torch.float32, device=device)
         self._refresh()
         self._torch_env: bool | None = None  # learnt from the first reset observation
         self._on_host = self.device.type == "cpu"
         self._pad_first = isinstance(self.initial_action, str) and self.initial_action == "first"
-        self._slots = torch.arange(1, self.max_shift + 1, device=dev)  # in-flight slot k: k + 1 steps back
-        self._k = torch.arange(self.max_shift, device=dev)
+        self._slots = torch.arange(1, self.max_shift + 1, device=device)  # in-flight slot k: k + 1 steps back
+        self._k = torch.arange(self.max_shift, device=device)
 
     # -- validation ------------------------------------------------------------------------------------
     def _check_initial(self, value: Any, space: gym.Space) -> str | np.ndarray:
@@ -298,18 +283,18 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         return cast
 
     def _mask(self, mask: Any) -> torch.Tensor:
-        m = mask if torch.is_tensor(mask) else torch.from_numpy(np.array(mask, copy=True))
-        if m.dtype != torch.bool or tuple(m.shape) != (self.num_envs,):
+        mask_tensor = mask if torch.is_tensor(mask) else torch.from_numpy(np.array(mask, copy=True))
+        if mask_tensor.dtype != torch.bool or tuple(mask_tensor.shape) != (self.num_envs,):
             raise ValueError(
                 "ActionLatency.reset: options['reset_mask'] must be a bool array of shape "
-                f"({self.num_envs},), got shape {tuple(m.shape)} dtype {m.dtype}. Fix: pass e.g. "
-                "options={'reset_mask': terminations | truncations}."
+                f"({self.num_envs},), got shape {tuple(mask_tensor.shape)} dtype {mask_tensor.dtype}. Fix: "
+                "pass e.g. options={'reset_mask': terminations | truncations}."
             )
-        return m.to(self.device)
+        return mask_tensor.to(self.device)
 
     def _to_ring(self, actions: Any) -> torch.Tensor:
         if torch.is_tensor(actions):
-            a = actions.detach().to(device=self.device, dtype=self._dtype)
+            chosen = actions.detach().to(device=self.device, dtype=self._dtype)
         else:
             try:
                 arr = np.array(actions, dtype=self._np_dtype, copy=True)
@@ -319,14 +304,14 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                     f"{self._np_dtype} array ({e}). Fix: pass a numpy array or torch tensor of shape "
                     f"{(self.num_envs, *self.action_shape)}."
                 ) from None
-            a = torch.from_numpy(arr).to(self.device)
-        if tuple(a.shape) != (self.num_envs, *self.action_shape):
+            chosen = torch.from_numpy(arr).to(self.device)
+        if tuple(chosen.shape) != (self.num_envs, *self.action_shape):
             raise ValueError(
-                f"ActionLatency.step: actions have shape {tuple(a.shape)}, expected "
+                f"ActionLatency.step: actions have shape {tuple(chosen.shape)}, expected "
                 f"{(self.num_envs, *self.action_shape)} (num_envs, *action_shape). Fix: pass one action "
                 "per env."
             )
-        return a
+        return chosen
 
     # -- the latency law -------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -336,7 +321,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         torch.minimum(self._jitter_s, self._delay_s, out=self._scratch)
         self._scratch.div_(self.dt)
         self._jitter_steps.copy_(self._scratch)
-        self._jitter_ceil.copy_(self._scratch.sub_(_EPS).ceil_().clamp_(min=0))
+        self._jitter_ceil.copy_(self._scratch.sub_(JITTER_CEIL_TOLERANCE).ceil_().clamp_(min=0))
         jitter = torch.minimum(self._jitter_s, self._delay_s)
         self._latency = torch.stack([self._delay_steps.to(torch.float64) * self.dt, jitter], 1).float()
 
@@ -409,11 +394,11 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
     def step(self, actions: Any):
         if self._torch_env is None:
             raise RuntimeError("ActionLatency.step() before reset(). Fix: call reset() first.")
-        a = self._to_ring(actions)
+        chosen = self._to_ring(actions)
         slot = self._clock % (self.max_shift + 1)
-        self._ring[slot] = a
+        self._ring[slot] = chosen
         if self._pad_first:  # the episode's first action pads its start
-            self._first = torch.where((self._ep_t == 0).view(self._col), a, self._first)
+            self._first = torch.where((self._ep_t == 0).view(self._col), chosen, self._first)
         shift = torch.minimum(self._shift(), self._prev + 1)  # never older than the previous action
         padded = (self._ep_t - shift) < 0
         # ring row of the action chosen `shift` steps ago, per env: one gather on the flat (R*B) view
@@ -429,7 +414,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         restart = self._autoreset if self.autoreset_mode is AutoresetMode.NEXT_STEP else None
         if restart is not None:
             # The autoreset call: the action belongs to no episode and reaches the env unchanged.
-            sent = torch.where(restart.view(self._col), a, applied)
+            sent = torch.where(restart.view(self._col), chosen, applied)
             self._reset_rows(restart)
         obs, rewards, terminations, truncations, info = self.env.step(self._out(sent, actions))
         done = self._done(terminations, truncations)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -48,16 +48,16 @@ def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, 
     if dtype == torch.bool:
         return np.zeros(width), np.ones(width)
     lo, hi = np.full(width, -np.inf), np.full(width, np.inf)
-    o = sensor.options
-    space = space_at(o.key, obs_space) if isinstance(o, StateSensorOptions) else None
+    options = sensor.options
+    space = space_at(options.key, obs_space) if isinstance(options, StateSensorOptions) else None
     bounds = entry_bounds(space) if space is not None else None
     if bounds is not None:
         shape = space.shape if space.shape else (1,)
-        slo, shi = (b.reshape(shape) for b in bounds)
-        if o.index is not None:
-            slo, shi = slo[..., list(o.index)], shi[..., list(o.index)]
-        if slo.size == width:
-            lo, hi = slo.ravel(), shi.ravel()
+        space_lo, space_hi = (b.reshape(shape) for b in bounds)
+        if options.index is not None:
+            space_lo, space_hi = space_lo[..., list(options.index)], space_hi[..., list(options.index)]
+        if space_lo.size == width:
+            lo, hi = space_lo.ravel(), space_hi.ravel()
     if not dtype.is_floating_point:
         info = torch.iinfo(dtype)
         lo, hi = np.maximum(lo, info.min), np.minimum(hi, info.max)
@@ -67,10 +67,10 @@ def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, 
 def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Widen GT bounds by what the imperfections and the padding can add (per component)."""
     lo, hi = lo.copy(), hi.copy()
-    o = sensor.options
+    options = sensor.options
     dtype = type(sensor)._get_cache_dtype()
     same_space = sensor.cache_slice.stop - sensor.cache_slice.start == lo.size
-    if isinstance(o, SimpleSensorOptions) and dtype.is_floating_point and same_space:
+    if isinstance(options, SimpleSensorOptions) and dtype.is_floating_point and same_space:
 
         def per_comp(value: Any) -> list[tuple[float, float]]:
             vals = value if isinstance(value, tuple) else (value,)
@@ -79,10 +79,10 @@ def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.
 
         for i, ((_, n_hi), (_, w_hi), (b_lo, b_hi), (_, r_hi)) in enumerate(
             zip(
-                per_comp(o.noise),
-                per_comp(o.random_walk),
-                per_comp(o.bias),
-                per_comp(o.resolution),
+                per_comp(options.noise),
+                per_comp(options.random_walk),
+                per_comp(options.bias),
+                per_comp(options.resolution),
                 strict=True,
             )
         ):
@@ -96,7 +96,7 @@ def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.
             slack = slack if arithmetic else 0.0
             lo[i] += b_lo - r_hi / 2 - slack
             hi[i] += b_hi + r_hi / 2 + slack
-    if o.padding_type == "zero":
+    if options.padding_type == "zero":
         lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
     return lo, hi
 
@@ -130,27 +130,27 @@ class ObservationLayout:
         self.critic_age = [sensors[n] for n in critic_age]
         self.include_env_obs = include_env_obs and env_obs_space is not None
         self.include_randomization = include_randomization
-        p_lo, p_hi, c_lo, c_hi = [], [], [], []
+        policy_lo, policy_hi, critic_lo, critic_hi = [], [], [], []
         self._policy_cols = []
         col = 0
-        for s in self.policy:
-            lo, hi = measured_bounds(s, *gt_bounds(s, env_obs_space))
-            n = max(s.options.history_length, 1)
-            width = lo.size * n
-            self._policy_cols.append((s, slice(col, col + width), s.options.history_length))
-            p_lo.append(np.tile(lo, n))
-            p_hi.append(np.tile(hi, n))
+        for sensor in self.policy:
+            lo, hi = measured_bounds(sensor, *gt_bounds(sensor, env_obs_space))
+            count = max(sensor.options.history_length, 1)
+            width = lo.size * count
+            self._policy_cols.append((sensor, slice(col, col + width), sensor.options.history_length))
+            policy_lo.append(np.tile(lo, count))
+            policy_hi.append(np.tile(hi, count))
             col += width
         self._policy_age_cols = slice(col, col + len(self.policy_age))
-        p_lo.append(np.zeros(len(self.policy_age)))
-        p_hi.append(np.full(len(self.policy_age), np.inf))
+        policy_lo.append(np.zeros(len(self.policy_age)))
+        policy_hi.append(np.full(len(self.policy_age), np.inf))
         self._critic_cols = []
         col = 0
-        for s in self.critic:
-            lo, hi = gt_bounds(s, env_obs_space)
-            self._critic_cols.append((s, slice(col, col + lo.size)))
-            c_lo.append(lo)
-            c_hi.append(hi)
+        for sensor in self.critic:
+            lo, hi = gt_bounds(sensor, env_obs_space)
+            self._critic_cols.append((sensor, slice(col, col + lo.size)))
+            critic_lo.append(lo)
+            critic_hi.append(hi)
             col += lo.size
         self._env_cols = slice(col, col)
         self._flatten: Flattener | None = None
@@ -158,133 +158,119 @@ class ObservationLayout:
             self._flatten = Flattener(env_obs_space)
             lo, hi = flat_bounds(env_obs_space)
             self._env_cols = slice(col, col + lo.size)
-            c_lo.append(lo)
-            c_hi.append(hi)
+            critic_lo.append(lo)
+            critic_hi.append(hi)
             col += lo.size
         self._random_cols = slice(col, col)
         if include_randomization:
-            n = len(manager.randomization_names())
-            self._random_cols = slice(col, col + n)
-            c_lo.append(np.full(n, -np.inf))
-            c_hi.append(np.full(n, np.inf))
-            col += n
+            count = len(manager.randomization_names())
+            self._random_cols = slice(col, col + count)
+            critic_lo.append(np.full(count, -np.inf))
+            critic_hi.append(np.full(count, np.inf))
+            col += count
         self._critic_age_cols = slice(col, col + len(self.critic_age))
-        c_lo.append(np.zeros(len(self.critic_age)))
-        c_hi.append(np.full(len(self.critic_age), np.inf))
-        self.policy_space = _box(p_lo, p_hi)
-        self.critic_space = _box(c_lo, c_hi)
+        critic_lo.append(np.zeros(len(self.critic_age)))
+        critic_hi.append(np.full(len(self.critic_age), np.inf))
+        self.policy_space = _box(policy_lo, policy_hi)
+        self.critic_space = _box(critic_lo, critic_hi)
         self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
-        self._runs()
-        self._plan: tuple[list, list] | None = None  # views for `pack`, made at its first call
-        self._np_plan: tuple[list, list] | None = None  # numpy views for `pack_numpy`
+        self._plan = self._make_plan()
+        # numpy views of the plan's sources (policy, critic), made when numpy packing is first asked for
+        self._numpy_sources: tuple[list[tuple], list[tuple]] | None = None
 
-    def _runs(self) -> None:
-        """Merge consecutive sensors of one class with adjacent columns (and equal history length and
-        width) into runs: packing then costs a few copies per class, not per sensor and history slot."""
-        self._policy_runs: list[list] = []
-        for s, cols, hist in self._policy_cols:
-            st, w = s._storage, s.return_slice.stop - s.return_slice.start
-            last = self._policy_runs[-1] if self._policy_runs else None
+    def _make_plan(self) -> tuple[list[_Copy], list[_Copy]]:
+        """The packing plan, built once: the copies that fill ``"policy"`` and the GT part of ``"critic"``.
+
+        Consecutive sensors of one class with adjacent columns (and equal history length and width) are
+        merged into one copy: packing then costs a few copies per class, not per sensor and history slot.
+        The sources are views of the manager's buffers, which live as long as the manager (loading a
+        state copies into them). :meth:`pack` (torch) and :meth:`pack_numpy` (numpy) execute this plan.
+        """
+        policy: list[_Copy] = []
+        for sensor, destination, history_length in self._policy_cols:
+            sensor_cls, src = type(sensor), sensor.return_slice
+            width = src.stop - src.start
+            last = policy[-1] if policy else None
             if (
-                last
-                and last[0] is st
-                and last[3] == hist
-                and last[5] == w
-                and last[1].stop == s.return_slice.start
+                last is not None
+                and last.sensor_cls is sensor_cls
+                and last.history_length == history_length
+                and last.width == width
+                and last.return_cols.stop == src.start
             ):
-                last[1] = slice(last[1].start, s.return_slice.stop)
-                last[2] = slice(last[2].start, cols.stop)
-                last[4] += 1
+                last.merge(src, destination)
             else:
-                self._policy_runs.append([st, s.return_slice, cols, hist, 1, w])
-        self._critic_runs: list[list] = []
-        for s, cols in self._critic_cols:
-            st = s._storage
-            last = self._critic_runs[-1] if self._critic_runs else None
-            if last and last[0] is st and last[1].stop == s.return_slice.start:
-                last[1] = slice(last[1].start, s.return_slice.stop)
-                last[2] = slice(last[2].start, cols.stop)
+                policy.append(_Copy(sensor_cls, src, destination, history_length, width))
+        critic: list[_Copy] = []
+        for sensor, destination in self._critic_cols:
+            sensor_cls, src = type(sensor), sensor.return_slice
+            last = critic[-1] if critic else None
+            if last is not None and last.sensor_cls is sensor_cls and last.return_cols.stop == src.start:
+                last.merge(src, destination)
             else:
-                self._critic_runs.append([st, s.return_slice, cols])
+                critic.append(_Copy(sensor_cls, src, destination, 0, src.stop - src.start))
+        for copy in policy:
+            copy.bind(_sources(self.manager, copy.sensor_cls), ground_truth=False)
+        for copy in critic:
+            copy.bind(_sources(self.manager, copy.sensor_cls), ground_truth=True)
+        return policy, critic
 
     def pack(self, env_obs: Any) -> dict[str, torch.Tensor]:
         """New float32 tensors ``{"policy": (B, P), "critic": (B, C)}`` from the current readings and
         the env's observation batch ``env_obs`` (flattened into the critic as ``spaces.flatten`` does)."""
-        if self._plan is None:
-            self._plan = self._make_plan()
-        b, device = self.manager.num_envs, self.manager.device
-        policy = torch.empty(b, self.policy_space.shape[0], dtype=torch.float32, device=device)
-        for ring, hist_src, src, start, width, shape in self._plan[0]:
-            dst = policy.narrow(1, start, width)
-            if ring is None:
-                dst.copy_(src)
-            else:
-                # (H, B, n*w) newest first -> per sensor (B, H, w) blocks, flattened newest first
-                h, n, w = shape
-                snaps = hist_src.index_select(0, ring.order(h))
-                dst.view(b, n, h, w).copy_(snaps.view(h, b, n, w).permute(1, 2, 0, 3))
-        critic = torch.empty(b, self.critic_space.shape[0], dtype=torch.float32, device=device)
-        for src, start, width in self._plan[1]:
-            critic.narrow(1, start, width).copy_(src)
-        if self._flatten is not None:
-            self._flatten(env_obs, critic[:, self._env_cols])
-        if self.include_randomization:
-            critic[:, self._random_cols] = self.manager.read_randomization()
-        for sensors, cols, out in (
-            (self.policy_age, self._policy_age_cols, policy),
-            (self.critic_age, self._critic_age_cols, critic),
-        ):
-            for i, s in enumerate(sensors):
-                out[:, cols.start + i] = s.read_age()
+        num_envs, device = self.manager.num_envs, self.manager.device
+        policy = torch.empty(num_envs, self.policy_space.shape[0], dtype=torch.float32, device=device)
+        critic = torch.empty(num_envs, self.critic_space.shape[0], dtype=torch.float32, device=device)
+        policy_copies, critic_copies = self._plan
+        for copies, out in ((policy_copies, policy), (critic_copies, critic)):
+            for copy in copies:
+                destination = out[:, copy.destination]
+                if copy.history is None:
+                    destination.copy_(copy.source)
+                else:
+                    # (history, B, sensors*width) newest first -> per sensor (B, history, width), flattened
+                    slots = copy.source.index_select(0, copy.history.order(copy.history_length))
+                    destination.view(copy.blocks(num_envs)).copy_(_per_sensor(slots, copy, num_envs))
+        self._fill_rest(env_obs, policy, critic, _same)
         return {"policy": policy, "critic": critic}
 
     def pack_numpy(self, env_obs: Any) -> dict[str, np.ndarray]:
         """:meth:`pack` for a CPU manager and a numpy env: new float32 arrays, filled through numpy views
-        of the sensor buffers. The same values as ``pack``; for the small arrays of a few sensors a numpy
-        copy costs a fraction of a torch op's dispatch, and this runs once per env step."""
-        if self._np_plan is None:
-            self._np_plan = self._make_numpy_plan()
-        b = self.manager.num_envs
-        policy = np.empty((b, self.policy_space.shape[0]), np.float32)
-        for clock, depth, hist_src, src, dst, shape in self._np_plan[0]:
-            if hist_src is None:
-                policy[:, dst] = src
-            else:
-                # (H, B, n*w) newest first -> per sensor (B, H, w) blocks, flattened newest first
-                h, n, w = shape
-                t = clock.t
-                snaps = hist_src[[(t - k) % depth for k in range(h)]]
-                policy[:, dst] = snaps.reshape(h, b, n, w).transpose(1, 2, 0, 3).reshape(b, n * h * w)
-        critic = np.empty((b, self.critic_space.shape[0]), np.float32)
-        for src, dst in self._np_plan[1]:
-            critic[:, dst] = src
+        of the sensor buffers by the same plan. The same values as ``pack``; for the small arrays of a few
+        sensors a numpy copy costs a fraction of a torch op's dispatch, and this runs once per env step."""
+        if self._numpy_sources is None:
+            self._numpy_sources = self._make_numpy_sources()
+        num_envs = self.manager.num_envs
+        policy = np.empty((num_envs, self.policy_space.shape[0]), np.float32)
+        critic = np.empty((num_envs, self.critic_space.shape[0]), np.float32)
+        (policy_copies, critic_copies), (policy_sources, critic_sources) = self._plan, self._numpy_sources
+        for copies, sources, out in (
+            (policy_copies, policy_sources, policy),
+            (critic_copies, critic_sources, critic),
+        ):
+            for copy, (source, newest_first) in zip(copies, sources, strict=True):
+                if newest_first is None:
+                    out[:, copy.destination] = source
+                else:
+                    # (history, B, sensors*width) newest first -> per sensor (B, history, width), flattened
+                    slots = source[newest_first[copy.history.slot(0)]]
+                    out[:, copy.destination] = _per_sensor(slots, copy, num_envs).reshape(num_envs, -1)
+        self._fill_rest(env_obs, policy, critic, torch.Tensor.numpy)
+        return {"policy": policy, "critic": critic}
+
+    def _fill_rest(self, env_obs: Any, policy: Any, critic: Any, convert: Any) -> None:
+        """The columns after the sensors' copies: the env's observation, the randomized parameters and the
+        reading ages (``convert`` turns the manager's tensors into ``policy``'s array type)."""
         if self._flatten is not None:
             self._flatten(env_obs, critic[:, self._env_cols])
         if self.include_randomization:
-            critic[:, self._random_cols] = self.manager.read_randomization().numpy()
+            critic[:, self._random_cols] = convert(self.manager.read_randomization())
         for sensors, cols, out in (
             (self.policy_age, self._policy_age_cols, policy),
             (self.critic_age, self._critic_age_cols, critic),
         ):
-            for i, s in enumerate(sensors):
-                out[:, cols.start + i] = s.read_age().numpy()
-        return {"policy": policy, "critic": critic}
-
-    def _make_plan(self) -> tuple[list, list]:
-        """The views ``pack`` copies from, made once (the buffers behind them live as long as the
-        manager; loading a state copies into them)."""
-        policy = []
-        for st, src, dst, hist, n, w in self._policy_runs:
-            if hist:
-                policy.append(
-                    (st.hist, st.hist.buffer[:, :, src], None, dst.start, dst.stop - dst.start, (hist, n, w))
-                )
-            else:
-                policy.append((None, None, st.m_cache[:, src], dst.start, dst.stop - dst.start, None))
-        critic = [
-            (st.gt_cache[:, src], dst.start, dst.stop - dst.start) for st, src, dst in self._critic_runs
-        ]
-        return policy, critic
+            for i, sensor in enumerate(sensors):
+                out[:, cols.start + i] = convert(sensor.read_age())
 
     def numpy_packable(self) -> bool:
         """Whether :meth:`pack_numpy` can run: a CPU manager whose sensor buffers numpy can view (a
@@ -292,27 +278,97 @@ class ObservationLayout:
         if self.manager.device.type != "cpu":
             return False
         try:
-            self._np_plan = self._np_plan or self._make_numpy_plan()
+            self._numpy_sources = self._numpy_sources or self._make_numpy_sources()
         except TypeError:
             return False
         return True
 
-    def _make_numpy_plan(self) -> tuple[list, list]:
-        """:meth:`_make_plan`'s views as numpy arrays sharing their memory (CPU managers only)."""
-        policy, critic = self._plan = self._plan or self._make_plan()
-        np_policy = [
-            (
-                None if ring is None else ring.clock,
-                None if ring is None else ring.depth,
-                None if hist_src is None else hist_src.numpy(),
-                None if src is None else src.numpy(),
-                slice(start, start + width),
-                shape,
-            )
-            for ring, hist_src, src, start, width, shape in policy
-        ]
-        np_critic = [(src.numpy(), slice(start, start + width)) for src, start, width in critic]
-        return np_policy, np_critic
+    def _make_numpy_sources(self) -> tuple[list[tuple], list[tuple]]:
+        """Per copy of the plan: its source as a numpy array sharing its memory (CPU managers only), and for
+        a copy with history the table ``(depth, history)`` of the ring's slots newest first for each phase
+        of its clock (row ``ring.slot(0)``: the slots ``ring.order(history)`` gives the torch executor; a
+        numpy row lookup costs less than that torch index)."""
+
+        def numpy_source(copy: _Copy) -> tuple[np.ndarray, np.ndarray | None]:
+            if copy.history is None:
+                return copy.source.numpy(), None
+            depth = copy.history.depth
+            newest_first = (np.arange(depth)[:, None] - np.arange(copy.history_length)[None, :]) % depth
+            return copy.source.numpy(), newest_first
+
+        policy, critic = self._plan
+        return [numpy_source(copy) for copy in policy], [numpy_source(copy) for copy in critic]
+
+
+class _Sources(NamedTuple):
+    """What the layout copies from for one sensor class (views of the engine's buffers, return space)."""
+
+    measured: torch.Tensor  #: ``(B, cols)`` the current measured readings
+    ground_truth: torch.Tensor  #: ``(B, cols)`` the current ground truth
+    #: the ring of the last measured readings (``buffer``: ``(depth, B, cols)``; ``order(n)``: the slots
+    #: of the newest ``n``, newest first), None without history
+    history: Any
+
+
+def _sources(manager: SensorManager, sensor_cls: type[Sensor]) -> _Sources:
+    """The one place the layout reads the engine's storage of a sensor class."""
+    storage = manager.storage(sensor_cls)
+    return _Sources(storage.measured_cache, storage.ground_truth_cache, storage.measured_history)
+
+
+class _Copy:
+    """One step of the packing plan: return columns of one sensor class (``n`` merged sensors of
+    ``width`` columns each) into output columns, from the current readings or, for the policy of sensors
+    with history, from their history ring (``history_length`` newest snapshots, newest first)."""
+
+    def __init__(
+        self,
+        sensor_cls: type[Sensor],
+        return_cols: slice,
+        destination: slice,
+        history_length: int,
+        width: int,
+    ) -> None:
+        self.sensor_cls = sensor_cls
+        self.return_cols = return_cols
+        self.destination = destination
+        self.history_length = history_length
+        self.width = width
+        self.sensors = 1
+        self.source: torch.Tensor | None = None  # (B, cols), or the ring buffer (depth, B, cols)
+        self.history: Any = None  # the ring, for a copy with history
+
+    def merge(self, return_cols: slice, destination: slice) -> None:
+        """Extend the copy by the next sensor (adjacent return and output columns)."""
+        self.return_cols = slice(self.return_cols.start, return_cols.stop)
+        self.destination = slice(self.destination.start, destination.stop)
+        self.sensors += 1
+
+    def bind(self, sources: _Sources, *, ground_truth: bool) -> None:
+        """Point the copy at its source view."""
+        if ground_truth:
+            self.source = sources.ground_truth[:, self.return_cols]
+        elif self.history_length:
+            self.history = sources.history
+            self.source = sources.history.buffer[:, :, self.return_cols]
+        else:
+            self.source = sources.measured[:, self.return_cols]
+
+    def blocks(self, num_envs: int) -> tuple[int, int, int, int]:
+        """The output columns as ``(B, sensors, history, width)``."""
+        return (num_envs, self.sensors, self.history_length, self.width)
+
+
+def _same(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
+
+
+def _per_sensor(slots: Any, copy: _Copy, num_envs: int) -> Any:
+    """History slots ``(history, B, sensors*width)`` (torch or numpy) as ``(B, sensors, history,
+    width)``: per sensor, newest first."""
+    history, sensors, width = copy.history_length, copy.sensors, copy.width
+    slots = slots.reshape(history, num_envs, sensors, width)
+    return slots.permute(1, 2, 0, 3) if torch.is_tensor(slots) else slots.transpose(1, 2, 0, 3)
 
 
 def _box(lows: list[np.ndarray], highs: list[np.ndarray]) -> gym.spaces.Box:

@@ -22,10 +22,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from ..core.manager import SensorManager
 from ..core.options import SensorOptions
-from .common import ExtractionPlan, check_sensors, clean_info, infer_dt, needs_extraction, template_state
-from .layout import ObservationLayout
+from .common import ExtractionPlan, clean_info, constructor_arguments, init_sensor_wrapper, needs_extraction
 from .state_mapping import EXTRACTOR_KEY, build_state
 
 __all__ = ["SingleEnvSensorObservation"]
@@ -70,39 +68,10 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         policy_age: Sequence[str] = (),
         critic_age: Sequence[str] = (),
     ) -> None:
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            sensors=sensors,
-            dt=dt,
-            device=device,
-            seed=seed,
-            policy=policy,
-            critic=critic,
-            critic_env_obs=critic_env_obs,
-            critic_randomization=critic_randomization,
-            per_env_rng=per_env_rng,
-            policy_age=policy_age,
-            critic_age=critic_age,
-        )
+        arguments = constructor_arguments(locals())
         gym.Wrapper.__init__(self, env)
-        sensors, policy, critic = check_sensors(sensors, policy, critic)
+        sensors = init_sensor_wrapper(self, env, 1, env.observation_space, arguments, device)
         self._extract = ExtractionPlan(sensors) if needs_extraction(sensors) else None
-        self.dt = infer_dt(env, dt)
-        inner_space = env.observation_space
-        self.manager = SensorManager(1, self.dt, device=device, seed=seed, per_env_rng=per_env_rng)
-        self.sensors = {name: self.manager.add_sensor(opts, name=name) for name, opts in sensors.items()}
-        self.manager.build(template_state(self.sensors, inner_space, 1))
-        self.layout = ObservationLayout(
-            self.manager,
-            self.sensors,
-            policy,
-            critic,
-            inner_space,
-            include_env_obs=critic_env_obs,
-            include_randomization=critic_randomization,
-            policy_age=policy_age,
-            critic_age=critic_age,
-        )
         self.observation_space = self.layout.space
 
     def _state(self, obs: Any, info: Mapping) -> dict:

@@ -124,8 +124,8 @@ def _where_rows(rows: np.ndarray, new: Any, old: Any) -> Any:
     if isinstance(old, tuple):
         return tuple(_where_rows(rows, n, o) for n, o in zip(new, old, strict=True))
     if torch.is_tensor(old):
-        r = torch.as_tensor(rows, device=old.device).view(-1, *([1] * (old.dim() - 1)))
-        return torch.where(r, torch.as_tensor(new, device=old.device), old)
+        row_mask = torch.as_tensor(rows, device=old.device).view(-1, *([1] * (old.dim() - 1)))
+        return torch.where(row_mask, torch.as_tensor(new, device=old.device), old)
     out = np.array(old, copy=True)
     out[rows] = np.asarray(new)[rows]
     return out
@@ -218,29 +218,29 @@ class Flattener:
 
     def __call__(self, obs: Any, out: Any) -> Any:
         """Fill ``out`` ``(B, flatdim)`` (numpy or torch) from a batched observation; returns ``out``."""
-        b = out.shape[0]
+        num_envs = out.shape[0]
         is_torch = torch.is_tensor(out)
         for i, (path, col, width, kind, extra) in enumerate(self.plan):
             leaf = _get(obs, path)
             block = out[:, col : col + width]
             if is_torch:
-                x = leaf if torch.is_tensor(leaf) else torch.as_tensor(np.asarray(leaf))
-                x = x.to(out.device).reshape(b, -1)
+                values = leaf if torch.is_tensor(leaf) else torch.as_tensor(np.asarray(leaf))
+                values = values.to(out.device).reshape(num_envs, -1)
                 if kind == "values":
-                    block.copy_(x)
+                    block.copy_(values)
                 else:
                     offsets, starts = self._device_extra(i, extra, out.device)
                     block.zero_()
-                    block.scatter_(1, (x.long() - starts) + offsets, 1.0)
+                    block.scatter_(1, (values.long() - starts) + offsets, 1.0)
             else:
-                x = leaf.detach().cpu().numpy() if torch.is_tensor(leaf) else np.asarray(leaf)
-                x = x.reshape(b, -1)
+                values = leaf.detach().cpu().numpy() if torch.is_tensor(leaf) else np.asarray(leaf)
+                values = values.reshape(num_envs, -1)
                 if kind == "values":
-                    block[...] = x
+                    block[...] = values
                 else:
                     offsets, starts = extra
                     block[...] = 0
-                    block[np.arange(b)[:, None], (x.astype(np.int64) - starts) + offsets] = 1
+                    block[np.arange(num_envs)[:, None], (values.astype(np.int64) - starts) + offsets] = 1
         return out
 
     def _device_extra(self, i: int, extra: Any, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -53,9 +53,9 @@ def _spans(layout: Any) -> list[tuple[str, slice, tuple]]:
     if spans is None:
         spans, start = [], 0
         for key, shape in layout:
-            n = int(np.prod(shape)) if len(shape) else 1
-            spans.append((key, slice(start, start + n), tuple(shape)))
-            start += n
+            size = int(np.prod(shape)) if len(shape) else 1
+            spans.append((key, slice(start, start + size), tuple(shape)))
+            start += size
         if len(_SPANS) < 64:  # layouts are few (one per sensor set); never grow without bound
             _SPANS[layout] = spans
     return spans
@@ -63,8 +63,8 @@ def _spans(layout: Any) -> list[tuple[str, slice, tuple]]:
 
 def split_extracted(flat: Any, layout: Any) -> dict[str, Any]:
     """Views of a batched flat extraction ``(B, total)`` per state key (see :data:`LAYOUT_KEY`)."""
-    b = flat.shape[0]
-    return {key: flat[:, cols].reshape(b, *shape) for key, cols, shape in _spans(layout)}
+    num_envs = flat.shape[0]
+    return {key: flat[:, cols].reshape(num_envs, *shape) for key, cols, shape in _spans(layout)}
 
 
 def _add_info(state: dict, info: Mapping, prefix: str, layout: Any = None) -> None:
@@ -97,14 +97,14 @@ def merge_rows(base: dict[str, Any], other: dict[str, Any], rows: np.ndarray | t
     for key, value in other.items():
         if key not in base:
             continue
-        cur = base[key]
-        if torch.is_tensor(cur):
-            r = torch.as_tensor(rows, device=cur.device)
-            src = torch.as_tensor(value, device=cur.device, dtype=cur.dtype)
-            out[key] = torch.where(r.view(-1, *([1] * (cur.dim() - 1))), src, cur)
+        current = base[key]
+        if torch.is_tensor(current):
+            row_mask = torch.as_tensor(rows, device=current.device)
+            replacement = torch.as_tensor(value, device=current.device, dtype=current.dtype)
+            out[key] = torch.where(row_mask.view(-1, *([1] * (current.dim() - 1))), replacement, current)
         else:
-            cur = np.array(cur, copy=True)
-            r = np.asarray(rows)
-            cur[r] = np.asarray(value)[r]
-            out[key] = cur
+            current = np.array(current, copy=True)
+            row_mask = np.asarray(rows)
+            current[row_mask] = np.asarray(value)[row_mask]
+            out[key] = current
     return out

@@ -28,12 +28,10 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from ..core.manager import SensorManager
 from ..core.options import SensorOptions
 from ..sensors.state import StateSensorOptions
-from .common import autoreset_mode_of, check_sensors, clean_info, infer_dt, template_state
+from .common import autoreset_mode_of, clean_info, constructor_arguments, init_sensor_wrapper
 from .faults import DEAD_PIPE, annotate_env_error, dead_workers, missing_info_rows
-from .layout import ObservationLayout
 from .spaces import with_rows
 from .state_mapping import LAYOUT_KEY, build_state, merge_rows
 
@@ -127,48 +125,18 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         policy_age: Sequence[str] = (),
         critic_age: Sequence[str] = (),
     ) -> None:
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            sensors=sensors,
-            dt=dt,
-            device=device,
-            seed=seed,
-            policy=policy,
-            critic=critic,
-            critic_env_obs=critic_env_obs,
-            critic_randomization=critic_randomization,
-            per_env_rng=per_env_rng,
-            policy_age=policy_age,
-            critic_age=critic_age,
-        )
+        arguments = constructor_arguments(locals())
         if not isinstance(env, VectorEnv):
             raise TypeError(
                 f"SensorObservation wraps a gymnasium VectorEnv, got {type(env).__name__}. Fix: use "
                 "gym.make_vec(...), or SingleEnvSensorObservation for a single gym.Env."
             )
         VectorWrapper.__init__(self, env)
-        sensors, policy, critic = check_sensors(sensors, policy, critic)
-        self.dt = infer_dt(env, dt)
-        self.autoreset_mode = autoreset_mode_of(env)
         if device is None:
             device = getattr(env.unwrapped, "device", None) or "cpu"
-        inner_space = env.single_observation_space
-        self.manager = SensorManager(
-            self.num_envs, self.dt, device=device, seed=seed, per_env_rng=per_env_rng
-        )
-        self.sensors = {name: self.manager.add_sensor(opts, name=name) for name, opts in sensors.items()}
-        self.manager.build(template_state(self.sensors, inner_space, self.num_envs))
-        self.layout = ObservationLayout(
-            self.manager,
-            self.sensors,
-            policy,
-            critic,
-            inner_space,
-            include_env_obs=critic_env_obs,
-            include_randomization=critic_randomization,
-            policy_age=policy_age,
-            critic_age=critic_age,
-        )
+        space = env.single_observation_space
+        sensors = init_sensor_wrapper(self, env, self.num_envs, space, arguments, device)
+        self.autoreset_mode = autoreset_mode_of(env)
         self.single_observation_space = self.layout.space
         self._numpy_pack = self.layout.numpy_packable()  # numpy envs: pack with numpy (same values)
         self.observation_space = batch_space(self.layout.space, self.num_envs)
@@ -317,8 +285,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         """Everything the wrapper needs to continue exactly: the manager (rings, randomization, RNG), the
         autoreset bookkeeping, the last observation; with ``include_envs`` also a snapshot of the
         wrapped vector env (Sync or natively batched; see :mod:`sensorgym.wrappers.checkpoint`), so a run can
-        stop
-        mid-episode and resume bit-identically in a fresh process."""
+        stop mid-episode and resume bit-identically in a fresh process."""
         state = {
             "manager": self.manager.state_dict(),
             "autoreset": _copy_mask(self._autoreset),

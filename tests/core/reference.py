@@ -70,7 +70,8 @@ class ReferenceManager:
             zn, zr = md.noise_draw[b, s.cache_slice].clone(), md.random_walk_draw[b, s.cache_slice].clone()
         u = None
         if st.max_shift and st.md.has_jitter:
-            u = (float(st.jitter_draw[0, b, s.index]), float(st.jitter_draw[1, b, s.index]))
+            draw = st.delay_line.jitter_draw
+            u = (float(draw[0, b, s.index]), float(draw[1, b, s.index]))
         return zn, zr, u
 
     @staticmethod

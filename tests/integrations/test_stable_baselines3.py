@@ -29,13 +29,14 @@ from stable_baselines3.common.vec_env import VecMonitor
 
 import sensorgym as sg
 from sensorgym.app.training import load_checkpoint, save_checkpoint
+from sensorgym.envs import BatchedPendulumEnv
 from sensorgym.integrations.sb3 import (
     AsymmetricActorCriticPolicy,
     AsymmetricSACPolicy,
     AsymmetricTD3Policy,
     SB3VecEnv,
 )
-from sensorgym.wrappers import make_sensor_vec
+from sensorgym.wrappers import SensorObservation, make_sensor_vec
 
 from .common import CRITIC_DIM, CRITIC_INPUTS, POLICY_DIM, SENSORS, InputRecorder, N, critic_view, sensor_env
 
@@ -115,6 +116,63 @@ def test_ppo_learn_inputs_and_terminal_bootstrap(critic_input):
             np.testing.assert_allclose(model.rollout_buffer.rewards[t, i], expected, rtol=1e-6)
             bootstrapped += 1
     assert bootstrapped >= N
+
+
+# -- every autoreset mode through SB3's own learn ------------------------------------------------------
+def _mode_env(mode: str, kind: str) -> SensorObservation:
+    if kind == "torch":  # batched final_obs (SAME_STEP) or reset_mask resets of a torch env (DISABLED)
+        inner = BatchedPendulumEnv(4, autoreset_mode=mode, max_episode_steps=6)
+        return SensorObservation(inner, SENSORS, seed=0)
+    env_kwargs = {"max_episode_steps": 6}  # Sync: Gymnasium's object array of final observations
+    return make_sensor_vec("Pendulum-v1", 4, SENSORS, autoreset_mode=mode, seed=0, env_kwargs=env_kwargs)
+
+
+@pytest.mark.parametrize("kind", ["sync", "torch"])
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled", "NextStep"])
+def test_ppo_learn_in_every_autoreset_mode(mode, kind):
+    """SB3VecEnv steps through the adapters' shared SameStepStepper: in SAME_STEP and DISABLED mode PPO's
+    own ``learn`` gets each finished episode's terminal Dict (critic part included) and the next episode's
+    first observation, and bootstraps the time-out from the terminal one; NEXT_STEP is refused."""
+    if mode == "NextStep":
+        with pytest.raises(ValueError, match=r"SB3VecEnv.*NEXT_STEP.*Fix"):
+            SB3VecEnv(_mode_env(mode, kind))
+        return
+    env = SB3VecEnv(_mode_env(mode, kind))
+    model = PPO(
+        AsymmetricActorCriticPolicy,
+        env,
+        n_steps=STEPS,
+        batch_size=64,
+        n_epochs=1,
+        gamma=GAMMA,
+        seed=0,
+        device="cpu",
+        policy_kwargs=dict(net_arch=[16]),
+    )
+    critic_in = InputRecorder(model.policy.mlp_extractor.value_net[0])
+    value_out = InputRecorder(model.policy.value_net)
+    steps = _record_steps(env)
+    model.learn(STEPS * env.num_envs)
+    finished = 0
+    for t, (obs, rewards, dones, infos) in enumerate(steps):
+        assert rewards.dtype == np.float32 and dones.dtype == bool and obs["policy"].dtype == np.float32
+        for i in np.flatnonzero(dones):
+            assert infos[i]["TimeLimit.truncated"] is True
+            terminal = infos[i]["terminal_observation"]
+            assert set(terminal) == {"policy", "critic"} and terminal["critic"].shape == (CRITIC_DIM,)
+            # critic = [GT cos, GT sin, env obs (cos, sin, speed)]: the terminal GT is the env's own last obs
+            np.testing.assert_array_equal(terminal["critic"][:2], terminal["critic"][2:4])
+            assert not np.array_equal(terminal["critic"], obs["critic"][i])  # obs is the next episode's
+            view = critic_view(
+                {k: torch.as_tensor(v)[None] for k, v in terminal.items()}, ("policy", "critic")
+            )
+            call = critic_in.find(view)
+            assert call is not None, "the critic never evaluated the terminal observation"
+            expected = rewards[i] + GAMMA * value_out.outputs[call][0, 0].item()
+            np.testing.assert_allclose(model.rollout_buffer.rewards[t, i], expected, rtol=1e-6)
+            finished += 1
+    assert finished >= 2 * env.num_envs
+    env.close()
 
 
 # -- SAC / TD3 -----------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""``ActionLatency`` (SPEC §4): exact ramp-action tests on envs that record the action they applied, every
-autoreset mode, numpy and torch, jitter statistics, initial actions, episode boundaries, randomization,
-checkpoints, bad input, composition with ``SensorObservation`` and a slow per-env reference."""
+"""``ActionLatency`` (docs/action_latency.md): exact ramp-action tests on envs that record the action they
+applied, every autoreset mode, numpy and torch, jitter statistics, initial actions, episode boundaries,
+randomization, checkpoints, bad input, composition with ``SensorObservation`` and a slow per-env reference."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def with_final(obs, info, done):
     return out
 
 
-# -- the slow per-env reference, written from SPEC §2.5 / §4 ----------------------------------------
+# -- the slow per-env reference, written from docs/action_latency.md ----------------------------------------
 class Reference:
     """One Python object per env: the episode's chosen actions, the index of the last applied one."""
 
@@ -804,3 +804,56 @@ def test_docs_code_blocks_run():
             exec(compile(block, "docs/action_latency.md", "exec"), module.__dict__)
     finally:
         del sys.modules[module.__name__]
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.02, 0.13, 0.14, 0.27, 0.3])
+def test_jitter_ceiling_agrees_with_the_sensor_delay_law(jitter):
+    """The per-env jitter ceiling uses the latency module's own documented tolerance
+    (JITTER_CEIL_TOLERANCE): a jitter of a whole number of steps up to float rounding (0.14 / 0.02 =
+    7.000000000000001) adds that many steps, exactly as the sensors' jitter_extra_steps, which sizes the
+    queue (max_shift)."""
+    from sensorgym.core.parameters import delay_steps, jitter_extra_steps
+    from sensorgym.wrappers.latency import JITTER_CEIL_TOLERANCE
+
+    assert JITTER_CEIL_TOLERANCE == 1e-9
+    delay, dt = 0.3, 0.02
+    lat = ActionLatency(BatchedPendulumEnv(2, autoreset_mode="SameStep"), delay, jitter, dt=dt, seed=0)
+    lat.reset(seed=0)
+    expected = jitter_extra_steps(jitter, dt)
+    assert lat._jitter_ceil.tolist() == [expected, expected]
+    assert lat.max_shift == delay_steps(delay, dt) + expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(30):  # the applied shift never exceeds the queue
+            lat.step(torch.zeros(2, 1))
+    assert int(lat._shift().max()) <= lat.max_shift
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "kind", "message"),
+    [
+        (
+            dict(delay=-0.1),
+            ValueError,
+            "ActionLatency.delay=-0.1 is invalid: delay must be a finite number of "
+            "seconds >= 0. Fix: use delay=0.0 for none.",
+        ),
+        (
+            dict(delay="x"),
+            TypeError,
+            "ActionLatency.delay='x' is invalid: expected seconds as a float or a "
+            "Distribution. Fix: pass e.g. delay=0.02 or delay=sg.Uniform(0.0, 0.04).",
+        ),
+        (
+            dict(delay=0.1, jitter=sg.Normal(0.05, 0.01, low=0.0)),
+            ValueError,
+            "so the action queue can be sized",
+        ),
+        (dict(delay=sg.Uniform(-0.1, 0.1)), ValueError, "it can produce negative delay (-0.1)"),
+    ],
+)
+def test_latency_times_are_checked_like_sensor_times(kwargs, kind, message):
+    """ActionLatency's delay/jitter go through the options' own time check (options.check_seconds)."""
+    with pytest.raises(kind) as caught:
+        ActionLatency(BatchedPendulumEnv(2, autoreset_mode="SameStep"), **kwargs)
+    assert message in str(caught.value)

@@ -29,6 +29,7 @@ from ...core.options import SimpleSensorOptions
 from ...core.sensor import SimpleSensor
 
 __all__ = [
+    "ExtractedInSubEnvs",
     "MujocoSensor",
     "MujocoSensorOptions",
     "check_extracted",
@@ -40,9 +41,8 @@ __all__ = [
 
 _MODELS: dict[int, tuple[weakref.ref, dict]] = {}
 _SENSOR_OFF = 1 << 13  # mujoco.mjtDisableBit.mjDSBL_SENSOR (checked in tests/sensors/test_native_path.py)
-#: id(options) -> (options, key): the entry keeps the options alive, so its id cannot be recycled
-_KEYS: dict[int, tuple[Any, str]] = {}
-_MAX_KEYS = 4096
+#: attribute under which an options object caches its state key (see :func:`state_key`)
+_KEY_ATTR = "_sensorgym_state_key"
 _DATA_TYPES: set[type] = set()  # types of MjData-like objects already seen to carry qpos
 
 
@@ -106,38 +106,38 @@ def sync_mjdata(env: Any) -> None:
 
 
 def check_extracted(
-    cls: type, state: Any, md: Any, noun: str, where: str, detail: Callable[[Any], str] | None = None
+    cls: type, state: Any, metadata: Any, noun: str, where: str, detail: Callable[[Any], str] | None = None
 ) -> None:
     """Every sensor of ``cls`` finds its ``(B, width)`` entry, measured inside the sub-envs, in ``state``;
     otherwise a ``ValueError`` naming the sensor and the fix (the catalog and the cameras share this).
 
     Runs every step: the expected ``(key, shape)`` pairs are derived once per class metadata, and a state
     that matches them passes in one comparison per sensor; anything else takes the full check below."""
-    expected = md.constants.get("extracted_shapes")
+    expected = metadata.constants.get("extracted_shapes")
     if expected is None:
-        expected = md.constants["extracted_shapes"] = [
-            (s.state_key, (md.num_envs, s.cache_slice.stop - s.cache_slice.start)) for s in md.sensors
+        expected = metadata.constants["extracted_shapes"] = [
+            (sensor.state_key, (metadata.num_envs, sensor.cache_slice.stop - sensor.cache_slice.start))
+            for sensor in metadata.sensors
         ]
     try:
         if all(state[key].shape == shape for key, shape in expected):
             return
     except (KeyError, AttributeError, TypeError):
         pass
-    for s in md.sensors:
-        key = s.state_key
+    for sensor in metadata.sensors:
+        key = sensor.state_key
         if key not in state:
             raise ValueError(
-                f"sensor {s.name!r} ({cls.__name__}) has no {noun} in the state: {where}. Fix: build the env "
-                "with make_sensor_vec(...) or add SimStateExtractor(env, sensors) to every sub-env "
+                f"sensor {sensor.name!r} ({cls.__name__}) has no {noun} in the state: {where}. Fix: build "
+                "the env with make_sensor_vec(...) or add SimStateExtractor(env, sensors) to every sub-env "
                 "(gym.make_vec(..., wrappers=[...]))."
             )
-        width = s.cache_slice.stop - s.cache_slice.start
+        width = sensor.cache_slice.stop - sensor.cache_slice.start
         shape = tuple(np.shape(state[key]))
-        if len(shape) != 2 or shape[0] != md.num_envs or shape[1] != width:
-            extra = detail(s) if detail is not None else ""
-            raise ValueError(
-                f"sensor {s.name!r}: {noun} of shape {shape}, expected ({md.num_envs}, {width}){extra}."
-            )
+        if len(shape) != 2 or shape[0] != metadata.num_envs or shape[1] != width:
+            extra = detail(sensor) if detail is not None else ""
+            wanted = (metadata.num_envs, width)
+            raise ValueError(f"sensor {sensor.name!r}: {noun} of shape {shape}, expected {wanted}{extra}.")
 
 
 def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
@@ -145,13 +145,13 @@ def name_to_id(model: Any, objtype: Any, name: str, what: str) -> int:
 
     idx = mujoco.mj_name2id(model, objtype, name)
     if idx < 0:
-        n = {
+        count = {
             mujoco.mjtObj.mjOBJ_BODY: model.nbody,
             mujoco.mjtObj.mjOBJ_GEOM: model.ngeom,
             mujoco.mjtObj.mjOBJ_JOINT: model.njnt,
             mujoco.mjtObj.mjOBJ_CAMERA: model.ncam,
         }.get(objtype, 0)
-        names = [mujoco.mj_id2name(model, objtype, i) for i in range(n)]
+        names = [mujoco.mj_id2name(model, objtype, i) for i in range(count)]
         raise ValueError(f"{what}={name!r}: no such name in the model; available: {[x for x in names if x]}.")
     return idx
 
@@ -189,16 +189,46 @@ def _new_model_entry(model: Any) -> dict:
 
 
 def state_key(options: Any) -> str:
-    """The state key under which a sensor's measurement travels (stable across processes)."""
-    hit = _KEYS.get(id(options))
-    if hit is not None and hit[0] is options:
-        return hit[1]
-    digest = hashlib.sha1(repr(options).encode()).hexdigest()[:12]
-    key = f"mj.{type(options).__name__}.{digest}"
-    if len(_KEYS) >= _MAX_KEYS:  # bounded: a long sweep builds many options objects; a miss only rehashes
-        _KEYS.clear()
-    _KEYS[id(options)] = (options, key)
+    """The state key under which a sensor's measurement travels (stable across processes: a digest of the
+    options' ``repr``).
+
+    It runs every step in the workers, so it is cached on the (frozen) options object itself, outside its
+    fields (``repr``, ``==`` and ``hash`` ignore it): the cache lives and dies with the object, so it is
+    bounded by the live options and no other object can ever see it (no ``id`` reuse)."""
+    key = getattr(options, "__dict__", {}).get(_KEY_ATTR)
+    if key is None:
+        digest = hashlib.sha1(repr(options).encode()).hexdigest()[:12]
+        key = f"mj.{type(options).__name__}.{digest}"
+        if hasattr(options, "__dict__"):
+            object.__setattr__(options, _KEY_ATTR, key)  # frozen dataclass: bypass its __setattr__
     return key
+
+
+class ExtractedInSubEnvs:
+    """Mixin of the sensors measured inside each sub-env (the MuJoCo catalog and the cameras): their
+    ``state_key``, the once-per-step ``MjData`` update before extraction, and the state check.
+
+    Subclasses set ``extracted_noun`` / ``extracted_where`` (the words of the missing-entry error) and may
+    override ``_extracted_detail`` (appended to the wrong-shape error)."""
+
+    extracted_noun: ClassVar[str] = "measurement"
+    extracted_where: ClassVar[str] = "its data is computed inside each sub-env"
+
+    @property
+    def state_key(self) -> str:
+        return state_key(self.options)
+
+    @staticmethod
+    def _prepare_extraction(env: Any) -> None:
+        sync_mjdata(env)
+
+    @classmethod
+    def _extracted_detail(cls, sensor: Any) -> str:
+        return ""
+
+    @classmethod
+    def _check_state(cls, state: Any, md: Any) -> None:
+        check_extracted(cls, state, md, cls.extracted_noun, cls.extracted_where, cls._extracted_detail)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,7 +236,7 @@ class MujocoSensorOptions(SimpleSensorOptions):
     """Base options of the MuJoCo catalog (time options and hardware imperfections)."""
 
 
-class MujocoSensor(SimpleSensor):
+class MujocoSensor(ExtractedInSubEnvs, SimpleSensor):
     """Base class: subclasses implement ``_measure(model, data, options) -> np.ndarray`` (flat, the
     intermediate size) and the shape accessors.
 
@@ -214,10 +244,6 @@ class MujocoSensor(SimpleSensor):
     """
 
     options_cls: ClassVar[type] = MujocoSensorOptions
-
-    @staticmethod
-    def _prepare_extraction(env: Any) -> None:
-        sync_mjdata(env)
 
     @classmethod
     def _measure(cls, model: Any, data: Any, options: Any) -> np.ndarray:
@@ -234,14 +260,6 @@ class MujocoSensor(SimpleSensor):
     @classmethod
     def _get_cache_dtype(cls) -> torch.dtype:
         return torch.float32
-
-    @property
-    def state_key(self) -> str:
-        return state_key(self.options)
-
-    @classmethod
-    def _check_state(cls, state: Any, md: Any) -> None:
-        check_extracted(cls, state, md, "measurement", "its data is computed inside each sub-env")
 
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:

@@ -48,7 +48,7 @@ from ...core.options import SensorOptions, option_error
 from ...core.randomization import Distribution
 from ...core.sensor import Sensor
 from ...core.values import as_int, as_real
-from .base import MujocoSensor, check_extracted, mj_handles, name_to_id, state_key
+from .base import ExtractedInSubEnvs, mj_handles, name_to_id, state_key
 
 __all__ = ["CameraOptions", "DepthCameraOptions", "DepthCameraSensor", "RGBCameraSensor"]
 
@@ -125,10 +125,12 @@ class CameraOptions(SensorOptions):
     def _validate(self) -> None:
         owner = type(self).__name__
         for name in ("width", "height"):
-            v = getattr(self, name)
-            if as_int(v) is None or v < 1:
-                raise option_error(owner, name, v, "expected a number of pixels >= 1", f"pass e.g. {name}=64")
-            object.__setattr__(self, name, as_int(v))
+            value = getattr(self, name)
+            if as_int(value) is None or value < 1:
+                raise option_error(
+                    owner, name, value, "expected a number of pixels >= 1", f"pass e.g. {name}=64"
+                )
+            object.__setattr__(self, name, as_int(value))
         if self.camera is not None and (not isinstance(self.camera, str) or not self.camera):
             raise option_error(
                 owner,
@@ -145,12 +147,21 @@ class CameraOptions(SensorOptions):
             self,
             "distance",
             _number(
-                owner, "distance", self.distance, "expected metres > 0", "pass distance=2.0", lambda v: v > 0
+                owner,
+                "distance",
+                self.distance,
+                "expected metres > 0",
+                "pass distance=2.0",
+                lambda value: value > 0,
             ),
         )
         for name in ("azimuth", "elevation"):
-            v = _number(owner, name, getattr(self, name), "expected finite degrees", f"pass {name}=0.0", bool)
-            object.__setattr__(self, name, v if v else 0.0)  # -0.0 == 0.0 but reprs (state keys) differ
+            value = _number(
+                owner, name, getattr(self, name), "expected finite degrees", f"pass {name}=0.0", bool
+            )
+            object.__setattr__(
+                self, name, value if value else 0.0
+            )  # -0.0 == 0.0 but reprs (state keys) differ
         if isinstance(self.noise, Distribution):
             raise option_error(
                 owner,
@@ -201,8 +212,8 @@ def _renderer(model: Any, data: Any, height: int, width: int, depth: bool) -> An
     if per_env is None:
         per_env = _RENDERERS[data] = {}
     key = (height, width, depth)
-    r = per_env.get(key)
-    if r is None:
+    renderer = per_env.get(key)
+    if renderer is None:
         import mujoco
 
         if _FORKED_WITH_GL:
@@ -223,16 +234,16 @@ def _renderer(model: Any, data: Any, height: int, width: int, depth: bool) -> An
                 f'offheight="{max(height, buf_h)}"/></visual> to the model.'
             )
         try:
-            r = mujoco.Renderer(model, height, width)
+            renderer = mujoco.Renderer(model, height, width)
         except Exception as e:  # no display / no GL backend: the usual cause on servers
             raise RuntimeError(
                 f"cannot create a MuJoCo renderer ({type(e).__name__}: {e}). Fix: on a machine without a "
                 "display, set MUJOCO_GL=egl (or osmesa) in the environment before mujoco is imported."
             ) from e
         if depth:
-            r.enable_depth_rendering()
-        per_env[key] = r
-    return r
+            renderer.enable_depth_rendering()
+        per_env[key] = renderer
+    return renderer
 
 
 def _camera(model: Any, o: CameraOptions) -> Any:
@@ -255,18 +266,16 @@ def _camera(model: Any, o: CameraOptions) -> Any:
     return cam
 
 
-class _CameraSensor(Sensor):
-    """Render path shared by the RGB and depth cameras (no timeline: ``uses_ring_pipeline = False``)."""
+class _CameraSensor(ExtractedInSubEnvs, Sensor):
+    """Render path shared by the RGB and depth cameras (no timeline: ``uses_ring_pipeline = False``).
+
+    Rendered inside each sub-env like the MuJoCo catalog (:class:`ExtractedInSubEnvs`: the renderer reads
+    body poses, so ``MjData`` is brought up to date once, together with the catalog)."""
 
     uses_ring_pipeline = False
     depth: ClassVar[bool] = False
-
-    # the renderer reads body poses: bring MjData up to date once, together with the MuJoCo catalog
-    _prepare_extraction = staticmethod(MujocoSensor._prepare_extraction)
-
-    @property
-    def state_key(self) -> str:
-        return state_key(self.options)
+    extracted_noun = "image"
+    extracted_where = "cameras render inside each sub-env"
 
     @classmethod
     def _get_intermediate_dtype(cls) -> torch.dtype:
@@ -279,46 +288,48 @@ class _CameraSensor(Sensor):
         model, data = mj_handles(env)
         shadow_flag = mujoco.mjtRndFlag.mjRND_SHADOW
         out = {}
-        for o in options:
-            r = _renderer(model, data, o.height, o.width, cls.depth)
-            r.scene.flags[shadow_flag] = o.shadows  # one renderer serves sensors with either setting
-            r.update_scene(data, camera=_camera(model, o))
-            out[state_key(o)] = np.asarray(r.render(), dtype=np.float32).reshape(-1)
+        for sensor_options in options:
+            renderer = _renderer(model, data, sensor_options.height, sensor_options.width, cls.depth)
+            renderer.scene.flags[shadow_flag] = (
+                sensor_options.shadows
+            )  # one renderer serves sensors with either setting
+            renderer.update_scene(data, camera=_camera(model, sensor_options))
+            out[state_key(sensor_options)] = np.asarray(renderer.render(), dtype=np.float32).reshape(-1)
         return out
 
     @classmethod
-    def _check_state(cls, state: Any, md: Any) -> None:
-        def detail(s: Any) -> str:
-            o = s.options
-            return f" for a {o.width}x{o.height} {'depth' if cls.depth else 'RGB'} image flattened per env"
-
-        check_extracted(cls, state, md, "image", "cameras render inside each sub-env", detail)
+    def _extracted_detail(cls, sensor: Any) -> str:
+        options = sensor.options
+        kind = "depth" if cls.depth else "RGB"
+        return f" for a {options.width}x{options.height} {kind} image flattened per env"
 
     @classmethod
-    def _noise_columns(cls, md: Any) -> torch.Tensor | None:
+    def _noise_columns(cls, metadata: Any) -> torch.Tensor | None:
         """``(1, cols)`` pixel-noise std per column, or None when no sensor of the class is noisy."""
-        if "noise" not in md.constants:
-            if any(s.options.noise > 0 for s in md.sensors):
+        if "noise" not in metadata.constants:
+            if any(sensor.options.noise > 0 for sensor in metadata.sensors):
                 cols = [
-                    s.options.noise
-                    for s in md.sensors
-                    for _ in range(s.cache_slice.stop - s.cache_slice.start)
+                    sensor.options.noise
+                    for sensor in metadata.sensors
+                    for _ in range(sensor.cache_slice.stop - sensor.cache_slice.start)
                 ]
-                md.constants["noise"] = torch.tensor([cols], dtype=torch.float32, device=md.device)
-                md.constants["noise_draw"] = torch.zeros(
-                    md.num_envs, len(cols), dtype=torch.float32, device=md.device
+                metadata.constants["noise"] = torch.tensor(
+                    [cols], dtype=torch.float32, device=metadata.device
+                )
+                metadata.constants["noise_draw"] = torch.zeros(
+                    metadata.num_envs, len(cols), dtype=torch.float32, device=metadata.device
                 )
             else:
-                md.constants["noise"] = None
-        return md.constants["noise"]
+                metadata.constants["noise"] = None
+        return metadata.constants["noise"]
 
     @classmethod
     def _update_shared_cache(cls, state, md, gt_timeline, measured_timeline, intermediate) -> None:
         gt = gt_timeline.at(0)
-        for s in md.sensors:  # one batched copy per sensor: the images arrive keyed per sensor
-            src = state[s.state_key]
-            t = src if torch.is_tensor(src) else torch.from_numpy(np.asarray(src))
-            gt[:, s.cache_slice].copy_(t)
+        for sensor in md.sensors:  # one batched copy per sensor: the images arrive keyed per sensor
+            src = state[sensor.state_key]
+            image = src if torch.is_tensor(src) else torch.from_numpy(np.asarray(src))
+            gt[:, sensor.cache_slice].copy_(image)
         # without a timeline, measured_timeline.at(0) is the intermediate buffer itself
         intermediate.copy_(gt)
         md.finish_raw_capture(gt_timeline, measured_timeline)  # nan_policy, on the clean images
@@ -384,20 +395,20 @@ class DepthCameraSensor(_CameraSensor):
         return torch.float32
 
     @classmethod
-    def _limits(cls, md: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        if "limits" not in md.constants:
-            hi = [
-                math.inf if s.options.max_depth is None else s.options.max_depth
-                for s in md.sensors
-                for _ in range(s.cache_slice.stop - s.cache_slice.start)
+    def _limits(cls, metadata: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        if "limits" not in metadata.constants:
+            upper_cols = [
+                math.inf if sensor.options.max_depth is None else sensor.options.max_depth
+                for sensor in metadata.sensors
+                for _ in range(sensor.cache_slice.stop - sensor.cache_slice.start)
             ]
-            upper = torch.tensor([hi], dtype=torch.float32, device=md.device)
-            md.constants["limits"] = (torch.zeros_like(upper), upper)
-        return md.constants["limits"]
+            upper = torch.tensor([upper_cols], dtype=torch.float32, device=metadata.device)
+            metadata.constants["limits"] = (torch.zeros_like(upper), upper)
+        return metadata.constants["limits"]
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
-        lo, hi = cls._limits(md)
+        lower, upper = cls._limits(md)
         out = timeline.at(0)
-        torch.clamp(data, lo, hi, out=out)  # noise cannot make depth negative
+        torch.clamp(data, lower, upper, out=out)  # noise cannot make depth negative
         return out
