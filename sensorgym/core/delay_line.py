@@ -12,7 +12,7 @@ them). The rule, per env and sensor, each step:
   held); a reset forgets the previous shift;
 * the read shows the snapshot captured ``shift`` steps ago (the ring never wraps: it holds the deepest
   shift). Before the episode has produced that many snapshots the ring holds padding (see
-  :class:`~sensorgym.core.storage.Padding`).
+  :class:`~sensorgym.core.stages.Padding`).
 
 While every env and sensor has one shift that cannot vary (no jitter, no randomized or per-sensor delays,
 no setter call), the read is one slot copy (:meth:`DelayLine.hold_fixed_shift`); otherwise
@@ -43,8 +43,8 @@ from .options import bounds_of
 from .ring import Clock, Ring
 
 if TYPE_CHECKING:
+    from .metadata import CaptureContext
     from .parameters import ParameterTable
-    from .storage import CaptureContext
 
 __all__ = ["DelayLine", "check_ring_memory", "ring_memory_error"]
 

@@ -286,6 +286,7 @@ class SensorManager:
                 cls._init_metadata(storage.md)
                 for s in by_class[cls]:
                     s._storage = storage
+                    s._fields = s.fields  # formats are final once built: reads split by this
                 self._stores[cls] = storage
                 start += width
         # keep the class order of first appearance
@@ -423,11 +424,13 @@ class SensorManager:
             raise RuntimeError(f"{what} before the manager was built. Fix: call mgr.reset(state) first.")
 
     def _read(self, sensor: Sensor, history_length: int | None, ground_truth: bool) -> Any:
-        self._require_built("read()")
+        if not self._built:
+            self._require_built("read()")
         storage: ClassStorage = sensor._storage
         n_max = sensor.options.history_length
         n = n_max if history_length is None else history_length
-        n = as_int(n)
+        if type(n) is not int:  # numpy and torch integers too
+            n = as_int(n)
         if n is None or n < 0:
             raise ValueError(f"read(history_length={history_length!r}): expected an int >= 0.")
         if n > n_max:

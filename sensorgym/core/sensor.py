@@ -177,6 +177,7 @@ class Sensor(ABC):
         self.cache_slice = slice(0, 0)  # intermediate columns within the class, set at build
         self.return_slice = slice(0, 0)  # return columns within the class, set at build
         self._storage: Any = None
+        self._fields: tuple[Shape, ...] = ()  # the field shapes, set by the manager at build
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -287,8 +288,8 @@ class Sensor(ABC):
         return self._manager._read_age(self)
 
     def _pack(self, flat: torch.Tensor, lead: tuple[int, ...]) -> Any:
-        """Split ``(*lead, cols)`` into this sensor's field shapes."""
-        fields = self.fields
+        """Split ``(*lead, cols)`` into this sensor's field shapes (``_fields``: fixed at build)."""
+        fields = self._fields
         out, start = [], 0
         for shape in fields:
             size = math.prod(shape)

@@ -109,19 +109,15 @@ def _check_numeric(entry: Any, key: str, sensor: str) -> None:
     )
 
 
-def _plan(md: Any) -> list[tuple[str, slice, list]]:
-    """Runs of consecutive sensors reading the same state entry into consecutive raw columns (made once,
-    kept in ``md.constants``)."""
-    plan = md.constants.get("state_plan")
-    if plan is None:
-        plan = []
-        for s in md.sensors:
-            if plan and plan[-1][0] == s.options.key and plan[-1][1].stop == s.cache_slice.start:
-                key, cols, sensors = plan[-1]
-                plan[-1] = (key, slice(cols.start, s.cache_slice.stop), [*sensors, s])
-            else:
-                plan.append((s.options.key, s.cache_slice, [s]))
-        md.constants["state_plan"] = plan
+def _runs(sensors: list) -> list[tuple[str, slice, list]]:
+    """Runs of consecutive sensors reading the same state entry into consecutive raw columns."""
+    plan: list[tuple[str, slice, list]] = []
+    for s in sensors:
+        if plan and plan[-1][0] == s.options.key and plan[-1][1].stop == s.cache_slice.start:
+            key, cols, run = plan[-1]
+            plan[-1] = (key, slice(cols.start, s.cache_slice.stop), [*run, s])
+        else:
+            plan.append((s.options.key, s.cache_slice, [s]))
     return plan
 
 
@@ -211,6 +207,11 @@ class StateSensor(SimpleSensor):
         return torch.float32
 
     @classmethod
+    def _init_metadata(cls, md: Any) -> None:
+        super()._init_metadata(md)
+        md.constants["state_plan"] = _runs(md.sensors)  # the read plan, made once at build
+
+    @classmethod
     def _check_state(cls, state: Any, md: Any) -> None:
         b = md.num_envs
         # an entry of the type, shape and dtype that passed last step passes again: the full check
@@ -242,7 +243,7 @@ class StateSensor(SimpleSensor):
         """One definition for numpy and torch entries: every run of sensors is selected from its entry
         (numpy arrays stay numpy, torch tensors stay torch) and written into its raw columns."""
         b = md.num_envs
-        plan = _plan(md)
+        plan = md.constants["state_plan"]
         # numpy entries into a CPU buffer are written through a numpy view of it: a numpy assignment
         # (which casts like copy_) costs a fraction of a torch op's dispatch
         numpy_route = (

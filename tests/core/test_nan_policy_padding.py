@@ -8,7 +8,7 @@ import torch
 import sensorgym as sg
 from sensorgym.core.metadata import STEP, CaptureContext
 from sensorgym.core.ring import Clock, Ring
-from sensorgym.core.storage import NanPolicy, Padding
+from sensorgym.core.stages import NanPolicy, Padding
 
 from .helpers import sensors
 
