@@ -10,7 +10,7 @@ A config is a mapping with these tables (all but ``sensors`` optional)::
                  age = [...]                     # sensors whose reading's age (s) the actor also sees
     [critic]     type = "asymmetric" | "symmetric", sensors = [...], env_obs = true, randomization = false,
                  age = [...]                     # sensors whose reading's age the critic also reads
-    [latency]    delay = 0.02, jitter = 0.01     # action latency (s; values or distributions, SPEC 4)
+    [latency]    delay = 0.02, jitter = 0.01     # action latency (s; values or distributions)
                  initial_action = "zero" | "first" | [a0, a1, ...], critic_in_flight = true,
                  critic_latency = false          # the critic reads the actions in flight / [delay, jitter]
     [algorithm]  name = "PPO", timesteps = 100000, seed = 0, eval_episodes = 10, normalize = true,

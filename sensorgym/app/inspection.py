@@ -47,7 +47,8 @@ class InspectResult:
     measured: np.ndarray  # (T, C)
     summary: list[dict[str, Any]]
     figure: Path | None = None
-    #: per sensor with its own rate or dropout (SPEC 2.8): its first channel's GT and measured traces and,
+    #: per sensor with its own rate or dropout (see docs/pipeline.md): its first channel's GT and measured
+    #: traces and,
     #: per step, ``fresh`` (a sample was taken), ``due`` (one was due), ``dropped`` (due and lost), the
     #: reading's ``age`` (s) and the episode ``step``; plus the sampler's ``period``, ``phase``, ``dropout``
     sampling: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -64,8 +65,8 @@ def record(
 
 
 def _due(step: int, period: float, phase: float, dt: float) -> bool:
-    """SPEC 2.8's due rule at episode step ``step`` (the reset step always samples), in float64 as the
-    sampler computes it."""
+    """The sampler's due rule (docs/pipeline.md) at episode step ``step`` (the reset step always
+    samples), in float64 as the sampler computes it."""
     if step == 0 or period <= dt:
         return True
     now = math.floor((step * dt - phase) / period + 1e-9)
@@ -477,10 +478,10 @@ def _seconds(x: Any) -> str:
 
 
 def plot_sampling(result: InspectResult, path: str | Path) -> dict[str, dict[str, int]]:
-    """A PNG for the sensors with their own rate or dropout (SPEC 2.8): per sensor, its first channel's
-    ground truth (line), the measured reading (steps: held between samples), a dot at each sample taken
-    and an x at each due sample that was lost (both at the ground truth of their step), and below it the
-    age of the reading (s since the sample behind it was taken). Episode resets are dotted lines.
+    """A PNG for the sensors with their own rate or dropout (see docs/pipeline.md): per sensor, its first
+    channel's ground truth (line), the measured reading (steps: held between samples), a dot at each
+    sample taken and an x at each due sample that was lost (both at the ground truth of their step), and
+    below it the age of the reading (s since the sample behind it was taken). Episode resets are dotted lines.
 
     Returns, per sensor, the counts of the markers drawn (``fresh``, ``dropped``; read back from the
     figure's artists) and of the due steps."""
