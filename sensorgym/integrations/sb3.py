@@ -279,19 +279,10 @@ class _TwoInputMlp(nn.Module):
         return self.value_net(features)
 
 
-class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
-    """Actor-critic policy (PPO, A2C) whose actor sees ``actor_keys`` and whose critic sees ``critic_input``.
-
-    Args:
-        actor_keys: observation keys the actor reads (default ``("policy",)``).
-        critic_input: observation keys the critic reads: ``("policy", "critic")`` (default), ``("critic",)``
-            or any keys of the Dict (``"policy+critic"``-style strings are accepted).
-        critic_keys: the older name of ``critic_input``.
-        Other arguments are those of SB3's ``MultiInputActorCriticPolicy`` (``net_arch`` may be a list or
-        ``dict(pi=[...], vf=[...])``); the features extractor is never shared.
-
-    Example: see the module docstring.
-    """
+class _ActorCriticKeys:
+    """The keyword arguments shared by the asymmetric policies (a mixin placed before SB3's policy class):
+    which observation keys the actor reads and which the critic reads; features extractors are never
+    shared, and both key sets are saved with the policy."""
 
     def __init__(
         self,
@@ -313,6 +304,26 @@ class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
         """The older name of :attr:`critic_input`."""
         return self.critic_input
 
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
+        return data
+
+
+class AsymmetricActorCriticPolicy(_ActorCriticKeys, MultiInputActorCriticPolicy):
+    """Actor-critic policy (PPO, A2C) whose actor sees ``actor_keys`` and whose critic sees ``critic_input``.
+
+    Args:
+        actor_keys: observation keys the actor reads (default ``("policy",)``).
+        critic_input: observation keys the critic reads: ``("policy", "critic")`` (default), ``("critic",)``
+            or any keys of the Dict (``"policy+critic"``-style strings are accepted).
+        critic_keys: the older name of ``critic_input``.
+        Other arguments are those of SB3's ``MultiInputActorCriticPolicy`` (``net_arch`` may be a list or
+        ``dict(pi=[...], vf=[...])``); the features extractor is never shared.
+
+    Example: see the module docstring.
+    """
+
     def _build_mlp_extractor(self) -> None:
         # Runs first in _build(), before orthogonal init and the optimizer: both then see these modules.
         self.pi_features_extractor = KeysExtractor(self.observation_space, self.actor_keys)
@@ -327,41 +338,16 @@ class AsymmetricActorCriticPolicy(MultiInputActorCriticPolicy):
             self.device,
         )
 
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
-        return data
 
-
-class _AsymmetricQPolicy:
+class _AsymmetricQPolicy(_ActorCriticKeys):
     """The actor/Q-network split shared by :class:`AsymmetricSACPolicy` and :class:`AsymmetricTD3Policy`:
     each network gets its own :class:`KeysExtractor` (a mixin placed before SB3's policy class)."""
-
-    def __init__(
-        self,
-        observation_space: gym.spaces.Dict,
-        action_space: gym.spaces.Space,
-        lr_schedule: Any,
-        *args: Any,
-        actor_keys: Sequence[str] = ("policy",),
-        critic_input: str | Sequence[str] | None = None,
-        critic_keys: Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.actor_keys, self.critic_input = tuple(actor_keys), _critic_keys(critic_input, critic_keys)
-        kwargs["share_features_extractor"] = False
-        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
 
     def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
         return super().make_actor(KeysExtractor(self.observation_space, self.actor_keys))
 
     def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> Any:
         return super().make_critic(KeysExtractor(self.observation_space, self.critic_input))
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data.update(actor_keys=self.actor_keys, critic_input=self.critic_input)
-        return data
 
 
 class AsymmetricSACPolicy(_AsymmetricQPolicy, SACPolicy):
