@@ -114,13 +114,13 @@ def _record(
             row["dropout"].append(float(sp.dropout[0, j]))
 
     def snapshot() -> tuple[np.ndarray, np.ndarray]:
-        st = [
-            (st.ground_truth_cache[0, s.return_slice], st.measured_cache[0, s.return_slice])
-            for s, st in ((s, envs.manager.storage(type(s))) for s in sensors.values())
-        ]
+        # env 0's current GT and measured return columns of every sensor (flat, whatever its fields)
+        storages = [(s, envs.manager.storage(type(s))) for s in sensors.values()]
+        ground_truth = [storage.ground_truth_cache[0, s.return_slice] for s, storage in storages]
+        measured = [storage.measured_cache[0, s.return_slice] for s, storage in storages]
         return (
-            np.concatenate([g.float().numpy() for g, _ in st]),
-            np.concatenate([m.float().numpy() for _, m in st]),
+            np.concatenate([g.float().numpy() for g in ground_truth]),
+            np.concatenate([m.float().numpy() for m in measured]),
         )
 
     obs, _ = envs.reset(seed=seed)
