@@ -196,7 +196,7 @@ class CopyToReturnCache:
 
     def numpy_stage(self) -> Any:
         """This stage on numpy views of the same memory (the numpy executor), or None."""
-        if self.cache.dtype != self.source.buffer.dtype:
+        if self.cache.dtype != self.source.buffer.dtype or self.cache.shape != self.source.buffer.shape[1:]:
             return None
         return NumpyCopy(self.source, self.cache)
 

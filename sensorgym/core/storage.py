@@ -56,6 +56,7 @@ from .stages import (
     SampleAndHold,
     WriteHistory,
 )
+from .xp import numpy_can_view
 
 __all__ = ["ClassStorage", "DtypeGroup"]
 
@@ -144,8 +145,9 @@ class ClassStorage:
         executor: str = "torch",
     ) -> None:
         #: ``"torch"`` or ``"numpy"``: how the planned stages and the imperfection kernel run (the
-        #: manager's choice at build; numpy views of the same buffers, see :mod:`sensorgym.core.xp`)
-        self.executor = executor
+        #: manager's choice at build; numpy views of the same buffers, see :mod:`sensorgym.core.xp`). A class
+        #: whose buffers numpy cannot view (e.g. bfloat16) keeps the torch executor.
+        self.executor = executor if numpy_can_view(group.dtype, return_dtype) else "torch"
         b, device = group.inter.shape[0], group.inter.device
         self.cls, self.sensors, self.group, self.columns = sensor_cls, sensors, group, columns
         self.return_dtype, self.return_cols = return_dtype, return_cols
@@ -168,7 +170,7 @@ class ClassStorage:
         raw_reset = raw_step + ([PrefillTimelines(self.working)] if self.uses_timeline else [])
         self.md = SensorMetadata(
             sensor_cls, sensors, b, dt, device, random, self.params,
-            HardwareImperfections(self.params, compiled, executor), raw_step, raw_reset,
+            HardwareImperfections(self.params, compiled, self.executor), raw_step, raw_reset,
         )  # fmt: skip
 
         post_processed = _overrides(sensor_cls, "_post_process")

@@ -29,7 +29,15 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["EXECUTORS", "NUMPY", "NUMPY_MAX_ELEMENTS", "TORCH", "choose_executor", "numpy_view"]
+__all__ = [
+    "EXECUTORS",
+    "NUMPY",
+    "NUMPY_MAX_ELEMENTS",
+    "TORCH",
+    "choose_executor",
+    "numpy_can_view",
+    "numpy_view",
+]
 
 #: the ``executor`` values ``SensorManager`` accepts
 EXECUTORS = ("auto", "torch", "numpy")
@@ -154,6 +162,16 @@ class NUMPY:
 def numpy_view(t: torch.Tensor | None) -> np.ndarray | None:
     """A numpy array sharing ``t``'s CPU memory (None stays None)."""
     return None if t is None else t.detach().numpy()
+
+
+def numpy_can_view(*dtypes: torch.dtype) -> bool:
+    """Whether numpy can view CPU tensors of every one of ``dtypes`` (not e.g. bfloat16)."""
+    try:
+        for dtype in dtypes:
+            torch.zeros(1, dtype=dtype).numpy()
+    except TypeError:
+        return False
+    return True
 
 
 def choose_executor(executor: str, device: torch.device, compiled: bool, elements: int) -> str:

@@ -7,6 +7,8 @@ policies and a state_dict round trip.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 import torch
@@ -198,3 +200,40 @@ def test_post_processed_classes_keep_their_torch_hook_on_the_numpy_executor():
     routes = dict(zip(names, storage.stage_executors(), strict=True))
     assert routes["ProjectIntoRing"] == "torch"  # _post_process is a torch hook
     assert routes["WriteHistory"] == "numpy"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BFloat16Options(sg.SimpleSensorOptions):
+    pass
+
+
+class BFloat16Sensor(sg.SimpleSensor):
+    """Buffers numpy cannot view: the class keeps the torch executor under the numpy one."""
+
+    options_cls = BFloat16Options
+    return_format = (2,)
+    cache_dtype = torch.bfloat16
+
+    @classmethod
+    def _get_intermediate_dtype(cls):
+        return torch.bfloat16
+
+    @classmethod
+    def _update_raw_data(cls, state, md, raw):
+        raw.copy_(state["x"][:, :2])
+
+
+def test_a_class_numpy_cannot_view_keeps_the_torch_executor():
+    reads = []
+    for executor in EXECUTORS:
+        mgr = sg.SensorManager(num_envs=2, dt=DT, seed=0, executor=executor)
+        s = mgr.add_sensor(BFloat16Options(delay=0.1, jitter=0.1, noise=0.1, history_length=2))
+        f = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(3,), delay=0.1, noise=0.1))
+        mgr.reset({"x": torch.zeros(2, 3)})
+        for t in range(6):
+            mgr.step({"x": torch.full((2, 3), float(t))})
+        assert mgr.storage(BFloat16Sensor).executor == "torch"
+        assert mgr.storage(sg.StateSensor).executor == executor
+        reads.append((s.read(), f.read()))
+    for a, b in zip(*reads, strict=True):
+        assert torch.equal(a, b)
