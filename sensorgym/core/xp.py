@@ -106,33 +106,19 @@ class TORCH:
 
 
 class NUMPY:
-    """The numpy executor: the same ops on numpy views of the CPU buffers."""
+    """The numpy executor: the same ops on numpy views of the CPU buffers (the ufuncs themselves: their
+    third positional argument is ``out``, and calling them directly saves a Python frame per op)."""
 
     name = "numpy"
-
-    @staticmethod
-    def add(a: Any, b: Any, out: Any) -> Any:
-        return np.add(a, b, out=out)
-
-    @staticmethod
-    def mul(a: Any, b: Any, out: Any) -> Any:
-        return np.multiply(a, b, out=out)
-
-    @staticmethod
-    def div(a: Any, b: Any, out: Any) -> Any:
-        return np.divide(a, b, out=out)
+    add = np.add
+    mul = np.multiply
+    div = np.divide
+    round = np.rint  # half to even, like torch.round
+    floor = np.floor
 
     @staticmethod
     def minimum(a: Any, b: Any, out: Any) -> Any:
-        return np.minimum(a, b, out=out)
-
-    @staticmethod
-    def round(a: Any, out: Any) -> Any:
-        return np.rint(a, out=out)
-
-    @staticmethod
-    def floor(a: Any, out: Any) -> Any:
-        return np.floor(a, out=out)
+        return np.minimum(a, b, out=out)  # a positional `out` is deprecated for minimum (numpy 2.4)
 
     @staticmethod
     def copy(dst: Any, src: Any) -> Any:
