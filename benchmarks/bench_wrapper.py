@@ -16,6 +16,8 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import platform
 import time
@@ -26,7 +28,7 @@ import torch
 from gymnasium.wrappers import DelayObservation, FrameStackObservation, TransformObservation
 
 import sensorgym as sg
-from sensorgym.wrappers import SensorObservation
+from sensorgym.wrappers import SensorObservation, common
 
 SENSORS = {
     "angle": sg.StateSensorOptions(
@@ -46,11 +48,25 @@ def gym_composition(env: gym.Env) -> gym.Env:
     return FrameStackObservation(DelayObservation(_noisy(env), delay=2), stack_size=3)
 
 
+@contextlib.contextmanager
+def forced_executor(executor: str):
+    """Wrappers built inside get ``SensorManager(executor=executor)`` (the wrappers leave it "auto")."""
+    orig = common.SensorManager
+    common.SensorManager = functools.partial(orig, executor=executor)
+    try:
+        yield
+    finally:
+        common.SensorManager = orig
+
+
 def make(kind: str, b: int) -> gym.vector.VectorEnv:
+    """``kind``: bare, sensorgym (executor chosen automatically), sensorgym-torch (the torch executor
+    forced), gymnasium."""
     wrappers = [gym_composition] if kind == "gymnasium" else None
     envs = gym.make_vec("Pendulum-v1", num_envs=b, vectorization_mode="sync", wrappers=wrappers)
-    if kind == "sensorgym":
-        envs = SensorObservation(envs, SENSORS, seed=0)
+    if kind.startswith("sensorgym"):
+        with forced_executor("torch" if kind == "sensorgym-torch" else "auto"):
+            envs = SensorObservation(envs, SENSORS, seed=0)
     return envs
 
 
@@ -82,16 +98,20 @@ def main() -> None:
         f"torch {torch.__version__} ({torch.get_num_threads()} threads), gymnasium {gym.__version__}\n"
     )
     print(
-        "| B | bare µs/step | sensorgym µs/step | gymnasium wrappers µs/step | sensorgym adds µs | "
-        "gymnasium adds µs | gymnasium added / sensorgym added |"
+        "| B | executor (auto) | bare µs/step | sensorgym µs/step | gymnasium wrappers µs/step | "
+        "sensorgym adds µs | sensorgym, torch executor forced, adds µs | gymnasium adds µs | "
+        "gymnasium added / sensorgym added |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for b in args.sizes:
-        t = time_steps({kind: make(kind, b) for kind in ("bare", "sensorgym", "gymnasium")}, args.steps)
+        envs = {kind: make(kind, b) for kind in ("bare", "sensorgym", "sensorgym-torch", "gymnasium")}
+        t = time_steps(envs, args.steps)
         sg_add, gym_add = t["sensorgym"] - t["bare"], t["gymnasium"] - t["bare"]
+        torch_add = t["sensorgym-torch"] - t["bare"]
         print(
-            f"| {b} | {t['bare'] * 1e6:,.0f} | {t['sensorgym'] * 1e6:,.0f} | {t['gymnasium'] * 1e6:,.0f} | "
-            f"{sg_add * 1e6:,.0f} | {gym_add * 1e6:,.0f} | {gym_add / sg_add:.1f}x |"
+            f"| {b} | {envs['sensorgym'].manager.executor_used} | {t['bare'] * 1e6:,.0f} | "
+            f"{t['sensorgym'] * 1e6:,.0f} | {t['gymnasium'] * 1e6:,.0f} | {sg_add * 1e6:,.1f} | "
+            f"{torch_add * 1e6:,.1f} | {gym_add * 1e6:,.1f} | {gym_add / sg_add:.1f}x |"
         )
 
 

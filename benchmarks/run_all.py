@@ -42,6 +42,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_sampler
 from bench_manager import bytes_written_per_step, sync, time_it
+from bench_wrapper import forced_executor
 from suite import DT, ENC_DIM, HISTORY, N_CONTACT, N_ENC, N_IMU, PerSensorBaseline, build_suite, make_state
 
 import sensorgym as sg
@@ -134,13 +135,15 @@ def _suite_sensors() -> dict:
     return sensors
 
 
-def wrapper_overheads(b: int, steps: int) -> tuple[float, float, float]:
-    """(bare, sensorgym, gymnasium) seconds per vector step, best of interleaved rounds."""
+def wrapper_overheads(b: int, steps: int) -> tuple[float, float, float, float]:
+    """(bare, sensorgym, gymnasium, sensorgym with the torch executor) seconds per vector step, best of
+    interleaved rounds."""
     envs = {
         "bare": gym.vector.SyncVectorEnv([SuiteStateEnv] * b),
         "sensorgym": SensorObservation(
             gym.vector.SyncVectorEnv([SuiteStateEnv] * b), _suite_sensors(), seed=0
         ),
+        "sensorgym-torch": _forced_torch(b),
         "gymnasium": gym.vector.SyncVectorEnv([lambda: gym_composition(SuiteStateEnv())] * b),
     }
     actions = np.zeros((b, 1), np.float32)
@@ -157,7 +160,13 @@ def wrapper_overheads(b: int, steps: int) -> tuple[float, float, float]:
             best[kind] = min(best[kind], (time.perf_counter() - start) / steps)
     for env in envs.values():
         env.close()
-    return best["bare"], best["sensorgym"], best["gymnasium"]
+    return best["bare"], best["sensorgym"], best["gymnasium"], best["sensorgym-torch"]
+
+
+def _forced_torch(b: int) -> SensorObservation:
+    """The wrapper with the torch executor forced (``executor="auto"`` picks numpy for small CPU batches)."""
+    with forced_executor("torch"):
+        return SensorObservation(gym.vector.SyncVectorEnv([SuiteStateEnv] * b), _suite_sensors(), seed=0)
 
 
 # -- the floor: random numbers the suite needs + the roofline copy ---------------------------------------
@@ -208,15 +217,18 @@ def run_size(b: int, device: torch.device, min_time: float) -> dict:
     state = make_state(b, device)
     mgr = build_suite(b, device)
     mgr.reset(state)
+    torch_mgr = build_suite(b, device, executor="torch")  # the same suite, the torch executor forced
+    torch_mgr.reset(state)
     base = PerSensorBaseline(b, device)
     base.step(state)
     fast, fast_label, fast_mgr = fast_path(b, device, state)
     nbytes = bytes_written_per_step(mgr)
     src = torch.empty(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
-    row = dict(B=b, fast_label=fast_label)
+    row = dict(B=b, fast_label=fast_label, executor=mgr.executor_used)
     for key, fn in (
         ("eager", lambda: mgr.step(state)),
+        ("eager_torch", lambda: torch_mgr.step(state)),
         ("fast", fast),
         ("baseline", lambda: base.step(state)),
         ("roofline", lambda: dst.copy_(src)),
@@ -234,8 +246,9 @@ def run_size(b: int, device: torch.device, min_time: float) -> dict:
     del fast_mgr
     if device.type == "cpu" and b <= GYM_MAX_B:
         steps = max(10, min(200, 20_000 // b))
-        bare, with_sg, with_gym = wrapper_overheads(b, steps)
+        bare, with_sg, with_gym, with_sg_torch = wrapper_overheads(b, steps)
         row["wrap_sg"], row["wrap_gym"] = with_sg - bare, with_gym - bare
+        row["wrap_sg_torch"] = with_sg_torch - bare
     return row
 
 
@@ -247,14 +260,17 @@ def tables(rows: list[dict], device: torch.device) -> str:
     fast_label = rows[0]["fast_label"]
     out = [
         f"### {device.type.upper()}: step time of the standard suite\n",
-        f"| B | eager µs/step | eager steps/s | eager µs/env-step | {fast_label} µs/step | "
+        "| B | eager executor (auto) | eager µs/step | torch executor µs/step | torch / auto | "
+        f"eager steps/s | eager µs/env-step | {fast_label} µs/step | "
         "baseline µs/step | speed-up vs baseline (eager / fast) | roofline µs | eager / roofline | "
         "fast / roofline | floor µs | eager / floor | fast / floor |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         out.append(
-            f"| {r['B']} | {us(r['eager'])} | {1 / r['eager']:,.0f} | {r['eager'] * 1e6 / r['B']:.3f} | "
+            f"| {r['B']} | {r['executor']} | {us(r['eager'])} | {us(r['eager_torch'])} | "
+            f"{r['eager_torch'] / r['eager']:.2f}x | {1 / r['eager']:,.0f} | "
+            f"{r['eager'] * 1e6 / r['B']:.3f} | "
             f"{us(r['fast'])} | {us(r['baseline'])} | {r['baseline'] / r['eager']:.1f}x / "
             f"{r['baseline'] / r['fast']:.1f}x | {us(r['roofline'])} | {r['eager'] / r['roofline']:.1f}x | "
             f"{r['fast'] / r['roofline']:.1f}x | {us(r['floor'])} | {r['eager'] / r['floor']:.1f}x | "
@@ -264,12 +280,16 @@ def tables(rows: list[dict], device: torch.device) -> str:
     if wrap:
         out += [
             "\n### Wrapper level: what the sensor layer adds to a SyncVectorEnv step\n",
-            "| B | SensorObservation adds µs | Gymnasium wrapper composition adds µs | ratio |",
-            "|---:|---:|---:|---:|",
+            "| B | SensorObservation adds µs | the same, torch executor forced, adds µs | Gymnasium wrapper "
+            "composition adds µs | ratio (Gymnasium / SensorObservation) |",
+            "|---:|---:|---:|---:|---:|",
         ]
         for r in wrap:
             ratio = r["wrap_gym"] / r["wrap_sg"]
-            out.append(f"| {r['B']} | {us(r['wrap_sg'])} | {us(r['wrap_gym'])} | {ratio:.1f}x |")
+            out.append(
+                f"| {r['B']} | {us(r['wrap_sg'])} | {us(r['wrap_sg_torch'])} | {us(r['wrap_gym'])} | "
+                f"{ratio:.1f}x |"
+            )
     out += [
         "\n### Memory\n",
         "| B | sensorgym state bytes/env | baseline bytes/env |"

@@ -97,9 +97,16 @@ def build_suite(
     seed: int = 0,
     compile: bool = False,
     num_threads: int | None = None,
+    executor: str = "auto",
 ) -> sg.SensorManager:
     mgr = sg.SensorManager(
-        num_envs=num_envs, dt=DT, device=device, seed=seed, compile=compile, num_threads=num_threads
+        num_envs=num_envs,
+        dt=DT,
+        device=device,
+        seed=seed,
+        compile=compile,
+        num_threads=num_threads,
+        executor=executor,
     )
     for i in range(N_IMU):
         mgr.add_sensor(sg.StateSensorOptions(key=f"imu{i}", shape=(3,), **IMU_OPTIONS), name=f"imu{i}")

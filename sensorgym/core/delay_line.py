@@ -37,16 +37,18 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from .options import bounds_of
 from .ring import Clock, Ring
+from .xp import NUMPY, TORCH, numpy_view
 
 if TYPE_CHECKING:
     from .metadata import CaptureContext
     from .parameters import ParameterTable
 
-__all__ = ["DelayLine", "check_ring_memory", "ring_memory_error"]
+__all__ = ["DelayLine", "check_ring_memory", "read_delayed", "ring_memory_error"]
 
 _FAR = 1 << 40  # "no previous read": larger than any shift
 
@@ -104,6 +106,32 @@ class DelayLine:
             self._source = self.ring.buffer
             self._target = cache.unsqueeze(0)
         self._slot_of_shift = table.unbind(0)  # one view per clock phase, made once
+        self._torch = self._arrays(lambda t: t, self._one)
+        self._numpy: _Arrays | None = None
+
+    def _arrays(self, view: Any, one: Any) -> _Arrays:
+        """The buffers :func:`read_delayed` works on, through ``view`` (identity, or a numpy view)."""
+        p = self.params
+        a = _Arrays()
+        a.shift, a.prev_shift, a.one = view(self.shift), view(self.prev_shift), one
+        a.jitter_steps_f32, a.jitter_ceil, a.delay_steps = (
+            view(p.jitter_steps_f32), view(p.jitter_ceil), view(p.delay_steps),
+        )  # fmt: skip
+        a.u_scale, a.u_offset = (view(u) for u in self._jitter_u)
+        a.jitter_steps = view(self._jitter_steps)
+        a.slot_of_shift = tuple(view(t) for t in self._slot_of_shift)
+        a.slot_index, a.source, a.target = view(self._slot_index), view(self._source), view(self._target)
+        a.equal_widths = self._equal_widths
+        if self._equal_widths:
+            a.shift_flat, a.slot_index_flat = view(self.shift.view(-1)), view(self._slot_index.view(-1))
+            a.row_base = view(self._row_base)
+        else:
+            a.column_sensor, a.column_shift = view(self._column_sensor), view(self._column_shift)
+            a.column_shift_flat, a.slot_index_flat = (
+                view(self._column_shift.view(-1)), view(self._slot_index.view(-1)),
+            )  # fmt: skip
+            a.gather_index = view(self._gather_index)
+        return a
 
     # -- the two reads (stages of the class's capture) -----------------------------------------------------
     def hold_fixed_shift(self, ctx: CaptureContext) -> None:
@@ -112,37 +140,37 @@ class DelayLine:
 
     def sample_delay(self, ctx: CaptureContext) -> None:
         """Stage: draw every env's and sensor's shift (monotone) and gather the snapshots it shows."""
-        params, shift = self.params, self.shift
-        if params.has_jitter:
+        if self.params.has_jitter:
             self.random.uniform_(self.jitter_draw, ctx.rows, 1)
-            u_scale, u_offset = self._jitter_u
-            torch.mul(params.jitter_steps_f32, u_scale, out=self._jitter_steps)
-            self._jitter_steps.add_(u_offset).floor_()
-            shift.copy_(self._jitter_steps)
-            torch.minimum(shift, params.jitter_ceil, out=shift)
-            shift.add_(params.delay_steps)
-        else:
-            shift.copy_(params.delay_steps)
-        if ctx.reset_mask is not None:
-            self.prev_shift.masked_fill_(ctx.reset_mask[:, None], _FAR)
-        self.prev_shift.add_(self._one)  # a tensor: adding a Python int would allocate a 0-d tensor
-        torch.minimum(shift, self.prev_shift, out=shift)
-        self.prev_shift.copy_(shift)
-        # slot of the snapshot `shift` steps back: a lookup in the precomputed (t - s) % R table
-        table = self._slot_of_shift[self.clock.t % self.ring.depth]
-        if self._equal_widths:
-            torch.index_select(table, 0, shift.view(-1), out=self._slot_index.view(-1))
-            self._slot_index.add_(self._row_base)
-            torch.index_select(self._source, 0, self._slot_index.view(-1), out=self._target)
-        else:
-            torch.index_select(shift, 1, self._column_sensor, out=self._column_shift)
-            torch.index_select(table, 0, self._column_shift.view(-1), out=self._slot_index.view(-1))
-            torch.gather(self._source, 0, self._gather_index, out=self._target)
+        phase = self.clock.t % self.ring.depth
+        read_delayed(TORCH, self._torch, self.params.has_jitter, phase, ctx.reset_mask)
 
-    def stage(self) -> Any:
+    def sample_delay_numpy(self, ctx: CaptureContext) -> None:
+        """:meth:`sample_delay` on numpy views of the same buffers (the same draws, the same bits)."""
+        if self.params.has_jitter:
+            self.random.uniform_(self.jitter_draw, ctx.rows, 1)
+        phase = self.clock.t % self.ring.depth
+        mask = ctx.reset_mask
+        read_delayed(
+            NUMPY, self._numpy, self.params.has_jitter, phase, None if mask is None else mask.numpy()
+        )
+
+    def hold_fixed_shift_numpy(self, ctx: CaptureContext) -> None:
+        """:meth:`hold_fixed_shift` on numpy views."""
+        np.copyto(self._numpy_cache, self.ring.numpy_at(self.fixed_shift))
+
+    def stage(self, executor: str = "torch") -> Any:
         """The read this step runs: :meth:`hold_fixed_shift` while the shift is fixed, else
-        :meth:`sample_delay`."""
-        return self.sample_delay if self.fixed_shift is None else self.hold_fixed_shift
+        :meth:`sample_delay`; with ``executor="numpy"`` their numpy executions (the gather of sensors of
+        unequal widths has none: it stays on torch, on the same memory)."""
+        if executor == "numpy" and self._numpy is None:
+            self._numpy = self._arrays(numpy_view, numpy_view(self._one))
+            self._numpy_cache = numpy_view(self.cache)
+        if self.fixed_shift is not None:
+            return self.hold_fixed_shift_numpy if executor == "numpy" else self.hold_fixed_shift
+        if executor == "numpy" and self._equal_widths:
+            return self.sample_delay_numpy
+        return self.sample_delay
 
     def follow_parameters(self) -> None:
         """Adopt the parameter table's :attr:`~ParameterTable.fixed_shift` after a setter: leaving the
@@ -154,6 +182,43 @@ class DelayLine:
     def current_shift(self, j: int) -> torch.Tensor | int:
         """The shift (steps) behind sensor ``j``'s current read: ``(B,)``, or one int for all."""
         return self.fixed_shift if self.fixed_shift is not None else self.prev_shift[:, j]
+
+
+class _Arrays:
+    """The delay line's buffers as one executor's arrays (torch tensors or numpy views of them)."""
+
+
+def read_delayed(xp: Any, a: _Arrays, has_jitter: bool, phase: int, reset_mask: Any) -> None:
+    """The one definition of a delayed read, on the arrays ``a`` of the executor ``xp``
+    (:mod:`sensorgym.core.xp`); the jitter's uniforms are already drawn. ``phase``: the clock mod the
+    ring depth; ``reset_mask``: the envs this capture resets (None: none)."""
+    shift = a.shift
+    if has_jitter:
+        # shift = delay + min(floor(jitter/dt * u + u'), ceil(jitter/dt))
+        xp.mul(a.jitter_steps_f32, a.u_scale, a.jitter_steps)
+        xp.add(a.jitter_steps, a.u_offset, a.jitter_steps)
+        xp.floor(a.jitter_steps, a.jitter_steps)
+        xp.copy(shift, a.jitter_steps)
+        xp.minimum(shift, a.jitter_ceil, shift)
+        xp.add(shift, a.delay_steps, shift)
+    else:
+        xp.copy(shift, a.delay_steps)
+    if reset_mask is not None:
+        xp.fill_where(a.prev_shift, reset_mask[:, None], _FAR)
+    # reads never go back in capture time (`one` is a tensor on torch: a Python int would allocate)
+    xp.add(a.prev_shift, a.one, a.prev_shift)
+    xp.minimum(shift, a.prev_shift, shift)
+    xp.copy(a.prev_shift, shift)
+    # slot of the snapshot `shift` steps back: a lookup in the precomputed (t - s) % R table
+    table = a.slot_of_shift[phase]
+    if a.equal_widths:
+        xp.take(table, a.shift_flat, a.slot_index_flat)
+        xp.add(a.slot_index, a.row_base, a.slot_index)
+        xp.take(a.source, a.slot_index_flat, a.target)
+    else:
+        xp.take(shift, a.column_sensor, a.column_shift, axis=1)
+        xp.take(table, a.column_shift_flat, a.slot_index_flat)
+        xp.gather0(a.source, a.gather_index, a.target)
 
 
 # -- ring sizing -------------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ measured timeline slot, so imperfections are frozen into the snapshot captured t
 compound through a recurrent ``_apply_transform``. The standard-normal draws were made by the manager
 for the whole dtype buffer in one call.
 
-:func:`hardware_imperfections` is written once. :class:`HardwareImperfections` (one per class, ``md.
+:func:`imperfection_kernel` is written once, against an array namespace (:mod:`sensorgym.core.xp`):
+:func:`hardware_imperfections` runs it on torch tensors, and a manager with the numpy executor (small CPU
+batches) runs it on numpy views of the same buffers. :class:`HardwareImperfections` (one per class, ``md.
 imperfections``) holds the random-walk accumulator and the draws, and binds the kernel's arguments once
 from the parameter table's flags (absent imperfections are passed as None and cost nothing); with
 ``SensorManager(compile=True)`` it runs the same function through ``torch.compile`` (one fused kernel per
@@ -30,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .xp import NUMPY, TORCH, numpy_view
+
 if TYPE_CHECKING:
     from .metadata import SensorMetadata
     from .parameters import ParameterTable
@@ -38,6 +42,7 @@ __all__ = [
     "HardwareImperfections",
     "apply_default_hardware_imperfections",
     "hardware_imperfections",
+    "imperfection_kernel",
     "quantize_",
 ]
 
@@ -46,10 +51,49 @@ def quantize_(
     data: torch.Tensor, safe_step: torch.Tensor, active: torch.Tensor, scratch: torch.Tensor
 ) -> torch.Tensor:
     """``data = round(data / r) * r`` (half to even) where ``active``; in place, no allocation."""
-    torch.div(data, safe_step, out=scratch)
-    scratch.round_()
-    scratch.mul_(safe_step)
-    return torch.where(active, scratch, data, out=data)
+    _quantize(TORCH, data, safe_step, active, scratch)
+    return data
+
+
+def _quantize(xp: Any, data: Any, safe_step: Any, active: Any, scratch: Any) -> None:
+    xp.div(data, safe_step, scratch)
+    xp.round(scratch, scratch)
+    xp.mul(scratch, safe_step, scratch)
+    xp.select_into(data, active, scratch)
+
+
+def imperfection_kernel(
+    xp: Any,
+    data: Any,
+    scratch: Any,
+    walk: Any,
+    walk_draw: Any,
+    walk_std: Any,
+    reset_rows: Any,
+    noise_draw: Any,
+    noise_std: Any,
+    bias: Any,
+    resolution_step: Any,
+    resolution_active: Any,
+) -> None:
+    """The one definition of the imperfections, on arrays of the executor ``xp``
+    (:mod:`sensorgym.core.xp`): see :func:`hardware_imperfections` for the arguments."""
+    if walk is not None:
+        xp.add(walk, xp.mul(walk_draw, walk_std, scratch), walk)
+        if reset_rows is not None:
+            xp.fill_where(walk, reset_rows[:, None], 0.0)
+        xp.add(data, walk, data)
+    if noise_draw is not None:
+        xp.add(data, xp.mul(noise_draw, noise_std, scratch), data)
+    if bias is not None:
+        xp.add(data, bias, data)
+    if resolution_step is not None:
+        if resolution_active is None:
+            xp.div(data, resolution_step, data)
+            xp.round(data, data)
+            xp.mul(data, resolution_step, data)
+        else:
+            _quantize(xp, data, resolution_step, resolution_active, scratch)
 
 
 def hardware_imperfections(
@@ -65,25 +109,16 @@ def hardware_imperfections(
     resolution_step: torch.Tensor | None,
     resolution_active: torch.Tensor | None,
 ) -> None:
-    """Random walk, noise, bias, resolution on ``data`` ``(B, cols)`` in place (None: absent).
+    """Random walk, noise, bias, resolution on ``data`` ``(B, cols)`` in place (None: absent), on torch
+    tensors (:func:`imperfection_kernel` with the torch executor; what ``torch.compile`` wraps).
 
     ``walk`` is the random-walk accumulator (advanced, and zeroed in ``reset_rows`` so a reset snapshot
     shows no drift); ``resolution_active`` None means every component is quantized.
     """
-    if walk is not None:
-        walk.add_(torch.mul(walk_draw, walk_std, out=scratch))
-        if reset_rows is not None:
-            walk.masked_fill_(reset_rows[:, None], 0.0)
-        data.add_(walk)
-    if noise_draw is not None:
-        data.add_(torch.mul(noise_draw, noise_std, out=scratch))
-    if bias is not None:
-        data.add_(bias)
-    if resolution_step is not None:
-        if resolution_active is None:
-            data.div_(resolution_step).round_().mul_(resolution_step)
-        else:
-            quantize_(data, resolution_step, resolution_active, scratch)
+    imperfection_kernel(
+        TORCH, data, scratch, walk, walk_draw, walk_std, reset_rows, noise_draw, noise_std, bias,
+        resolution_step, resolution_active,
+    )  # fmt: skip
 
 
 _compiled: Any = None
@@ -119,9 +154,12 @@ class HardwareImperfections:
         [[1.0, 2.5]]
     """
 
-    def __init__(self, params: ParameterTable, compiled: bool) -> None:
+    def __init__(self, params: ParameterTable, compiled: bool, executor: str = "torch") -> None:
         self.params, self.compiled = params, compiled
         self.kernel = _compiled_kernel() if compiled else hardware_imperfections
+        #: ``"torch"`` or ``"numpy"``: the executor of the kernel (decided by the manager at build)
+        self.executor = "torch" if compiled else executor
+        self._data: tuple[Any, Any] = (None, None)  # the last data tensor and its numpy view
         self.random_walk_state: torch.Tensor | None = None
         self.scratch: torch.Tensor | None = None
         if params.has_component_params:
@@ -168,19 +206,24 @@ class HardwareImperfections:
             p.bias if p.has_bias else None,
             *resolution,
         )
+        if self.executor == "numpy":  # the same arguments, as numpy views of the same memory
+            self.numpy_walk_args = tuple(numpy_view(a) for a in self.walk_args)
+            self.numpy_other_args = tuple(numpy_view(a) for a in self.other_args)
 
     def __call__(self, data: torch.Tensor, reset_mask: torch.Tensor | None) -> None:
         """Apply them to ``data`` ``(B, cols)`` in place (``reset_mask``: the envs this capture resets)."""
-        self.kernel(data, *self.walk_args, reset_mask if self.has_walk else None, *self.other_args)
+        if self.executor == "numpy":
+            last, view = self._data
+            if data is not last:  # the hook passes the same working buffer every step
+                view = numpy_view(data)
+                self._data = (data, view)
+            rows = numpy_view(reset_mask) if self.has_walk else None
+            imperfection_kernel(NUMPY, view, *self.numpy_walk_args, rows, *self.numpy_other_args)
+        else:
+            self.kernel(data, *self.walk_args, reset_mask if self.has_walk else None, *self.other_args)
 
 
 def apply_default_hardware_imperfections(md: SensorMetadata, data: torch.Tensor) -> None:
     """Random walk, noise, bias and resolution on ``data`` ``(B, icols)`` in place (what
     ``SimpleSensor._apply_hardware_imperfections`` does by default)."""
-    imperfections = md.imperfections
-    imperfections.kernel(
-        data,
-        *imperfections.walk_args,
-        md.context.reset_mask if imperfections.has_walk else None,
-        *imperfections.other_args,
-    )
+    md.imperfections(data, md.context.reset_mask)

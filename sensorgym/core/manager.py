@@ -29,6 +29,7 @@ from .rng import BatchRandom, PerEnvRandom, RandomSource
 from .sensor import Sensor, normalize_format, reads_timeline
 from .storage import ClassStorage, DtypeGroup
 from .values import as_int, as_real
+from .xp import choose_executor
 
 if TYPE_CHECKING:
     from .accel import CapturedStep
@@ -49,7 +50,7 @@ def _known_empty(envs: Any) -> bool:
             return False
         return not bool(envs.any()) if envs.dtype == torch.bool else envs.numel() == 0
     arr = np.asarray(envs)
-    return not arr.any() if arr.dtype == bool else arr.size == 0
+    return not np.count_nonzero(arr) if arr.dtype == bool else arr.size == 0
 
 
 def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "envs_idx") -> torch.Tensor:
@@ -141,6 +142,13 @@ class SensorManager:
             machine each multi-threaded op waits on an OpenMP barrier for a descheduled thread (measured on
             2 cores next to one busy process: a B=64 step took 85x its single-threaded time). Numbers are
             bit-identical whatever the setting. See docs/performance.md (contention).
+        executor: how the per-step arithmetic of the stages, the delay line and the imperfection kernel
+            runs: ``"torch"`` (torch ops), ``"numpy"`` (the same definitions executed on numpy views of
+            the same CPU buffers: no torch dispatch cost, for small batches) or ``"auto"`` (default:
+            numpy on the CPU without ``compile`` while ``num_envs x intermediate columns`` is at most
+            :data:`~sensorgym.core.xp.NUMPY_MAX_ELEMENTS`, else torch). Decided at build; the results
+            are bit-identical (random numbers come from the same torch generators either way), see
+            :mod:`sensorgym.core.xp`. :attr:`executor_used` tells which one runs.
 
     See the module docstring for a runnable example.
     """
@@ -154,6 +162,7 @@ class SensorManager:
         per_env_rng: bool = False,
         compile: bool = False,
         num_threads: int | None = None,
+        executor: str = "auto",
     ) -> None:
         n, step = as_int(num_envs), as_real(dt)
         threads = None if num_threads is None else as_int(num_threads)
@@ -174,6 +183,11 @@ class SensorManager:
         self.compile = bool(compile)
         self.device = torch.device(device)
         self.num_threads = threads
+        self.executor = executor
+        choose_executor(executor, self.device, self.compile, 0)  # refuse a bad value now, not at build
+        #: the executor decided at build (``"torch"`` or ``"numpy"``); None before build
+        self.executor_used: str | None = None
+        self._numpy_steps: tuple[np.ndarray, np.ndarray] | None = None
         self._step_threads = 0  # decided at build from the work size: 0 = leave torch's setting alone
         self.random: RandomSource = (
             PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
@@ -260,6 +274,8 @@ class SensorManager:
                     raise TypeError(f"{cls.__name__}.{what}() must return a torch.dtype, got {dt!r}")
             layout.setdefault(intermediate_dtype, []).append((cls, icol))
             return_layout[cls] = (return_dtype, rcol)
+        elements = self.num_envs * sum(w for entries in layout.values() for _, w in entries)
+        self.executor_used = choose_executor(self.executor, self.device, self.compile, elements)
         for intermediate_dtype, entries in layout.items():
             # classes with timeline rings first, so the rings cover one leading column span
             entries.sort(key=lambda e: not reads_timeline(e[0]))
@@ -281,7 +297,7 @@ class SensorManager:
                 storage = ClassStorage(
                     cls, by_class[cls], group, slice(start, start + width), return_dtype, return_cols,
                     dt=self.dt, random=self.random, clock=self.clock, compiled=self.compile,
-                    episode_steps=self.episode_steps,
+                    episode_steps=self.episode_steps, executor=self.executor_used,
                 )  # fmt: skip
                 cls._init_metadata(storage.md)
                 for s in by_class[cls]:
@@ -293,6 +309,9 @@ class SensorManager:
         self._stores = {cls: self._stores[cls] for cls in by_class}
         self._built = True
         self._step_threads = self._decide_threads()
+        self._numpy_steps = (
+            (self.episode_steps.numpy(), self._one.numpy()) if self.executor_used == "numpy" else None
+        )
         self._rollback_every_step = any(s.options.nan_policy == "raise" for s in self.sensors)
         self._plan_draws()
 
@@ -374,7 +393,9 @@ class SensorManager:
         if previous != threads:
             torch.set_num_threads(threads)
         try:
-            if advancing:
+            if advancing and self._numpy_steps is not None:  # the numpy executor: the same add, no dispatch
+                np.add(self._numpy_steps[0], self._numpy_steps[1], out=self._numpy_steps[0])
+            elif advancing:
                 self.episode_steps.add_(self._one)  # a tensor: a Python int would allocate a 0-d tensor
             if mask is not None:
                 self.episode_steps.masked_fill_(mask, 0)

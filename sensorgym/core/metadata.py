@@ -116,6 +116,12 @@ class SensorMetadata:
     capture_rows = _read("context", "rows", "The envs the current capture is for (None: all).")
     advancing = _read("context", "advancing", "False in a reset capture (time does not advance).")
 
+    @property
+    def executor(self) -> str:
+        """``"torch"`` or ``"numpy"``: how the class's planned arithmetic runs (see
+        :mod:`sensorgym.core.xp`); a hook may use it to copy through numpy views of CPU buffers."""
+        return self.imperfections.executor
+
     def finish_raw_capture(self, gt_timeline: Ring, measured_timeline: Ring) -> None:
         """Apply the non-finite policy and, for envs being reset, fill the older timeline slots with the
         value just captured (so a recurrent transform starts in steady state).

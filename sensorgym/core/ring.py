@@ -24,6 +24,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 __all__ = ["Clock", "Ring", "RingView"]
@@ -82,6 +84,7 @@ class Ring:
         # indexing a tuple costs a fraction of creating a new view each time
         self._slots = buffer.unbind(0)
         self._order: torch.Tensor | None = None  # [t % depth, k] -> storage slot of the snapshot k back
+        self._numpy_slots: tuple | None = None
 
     def slot(self, k: int) -> int:
         """Storage index of the snapshot ``k`` steps back."""
@@ -92,6 +95,12 @@ class Ring:
         if not 0 <= k < self.depth:
             raise IndexError(f"ring holds {self.depth} snapshot(s); at({k}) is out of range")
         return self._slots[(self.clock.t - k) % self.depth]
+
+    def numpy_at(self, k: int) -> Any:
+        """:meth:`at` as a numpy array sharing the slot's memory (CPU rings; the numpy executor)."""
+        if self._numpy_slots is None:
+            self._numpy_slots = tuple(slot.numpy() for slot in self._slots)
+        return self._numpy_slots[(self.clock.t - k) % self.depth]
 
     def block(self, start: int, width: int) -> Ring:
         """A ring over a contiguous block of each snapshot's storage: snapshot columns

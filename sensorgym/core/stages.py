@@ -23,11 +23,15 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import torch
 
 from .metadata import CaptureContext, SensorMetadata
 from .ring import Clock, Ring
 from .sampler import Sampler
+from .sensor import _overrides
 
 __all__ = [
     "CopyToReturnCache",
@@ -190,6 +194,12 @@ class CopyToReturnCache:
     def __call__(self, ctx: CaptureContext) -> None:
         self.cache.copy_(self.source.at(0))
 
+    def numpy_stage(self) -> Any:
+        """This stage on numpy views of the same memory (the numpy executor), or None."""
+        if self.cache.dtype != self.source.buffer.dtype or self.cache.shape != self.source.buffer.shape[1:]:
+            return None
+        return NumpyCopy(self.source, self.cache)
+
 
 class ProjectIntoRing:
     """Stage: ``_post_process`` of the branch's intermediate snapshot into slot 0 of its return ring, and
@@ -222,6 +232,16 @@ class ProjectIntoRing:
         if self.cache is not None:
             self.cache.copy_(slot)
 
+    def numpy_stage(self) -> Any:
+        """The identity projection as numpy copies of the same memory (the numpy executor); None for an
+        overridden ``_post_process`` (a torch hook) or a projection that changes dtype or shape."""
+        if _overrides(self.sensor_cls, "_post_process"):
+            return None
+        src, ring = self.source.buffer, self.ring.buffer
+        if src.dtype != ring.dtype or src.shape[1:] != ring.shape[1:]:
+            return None
+        return NumpyCopy(self.source, self.ring, self.cache)
+
 
 class SampleAndHold:
     """Stage: the sampler's own rate and dropout; envs that take no sample this step show the held one."""
@@ -246,6 +266,31 @@ class WriteHistory:
 
     def __call__(self, ctx: CaptureContext) -> None:
         self.history.at(0).copy_(self.cache)
+
+    def numpy_stage(self) -> Any:
+        """This stage on numpy views of the same memory (the numpy executor)."""
+        return NumpyCopy(self.cache, self.history)
+
+
+class NumpyCopy:
+    """A copy stage of the numpy executor: slot 0 of ``source`` (a :class:`Ring`, or a cache) into slot 0
+    of ``target`` (a ring or a cache), and on into ``cache`` when given; numpy views of the same memory."""
+
+    __slots__ = ("cache", "source", "source_ring", "target", "target_ring")
+
+    def __init__(self, source: Ring | torch.Tensor, target: Ring | torch.Tensor, cache: Any = None) -> None:
+        self.cache = None if cache is None else cache.numpy()
+        self.source_ring = source if isinstance(source, Ring) else None
+        self.target_ring = target if isinstance(target, Ring) else None
+        self.source = None if self.source_ring is not None else source.numpy()
+        self.target = None if self.target_ring is not None else target.numpy()
+
+    def __call__(self, ctx: CaptureContext) -> None:
+        src = self.source if self.source_ring is None else self.source_ring.numpy_at(0)
+        dst = self.target if self.target_ring is None else self.target_ring.numpy_at(0)
+        np.copyto(dst, src)
+        if self.cache is not None:
+            np.copyto(self.cache, dst)
 
 
 class PadRing:

@@ -56,6 +56,7 @@ from .stages import (
     SampleAndHold,
     WriteHistory,
 )
+from .xp import numpy_can_view
 
 __all__ = ["ClassStorage", "DtypeGroup"]
 
@@ -141,7 +142,12 @@ class ClassStorage:
         clock: Clock,
         compiled: bool,
         episode_steps: torch.Tensor,
+        executor: str = "torch",
     ) -> None:
+        #: ``"torch"`` or ``"numpy"``: how the planned stages and the imperfection kernel run (the
+        #: manager's choice at build; numpy views of the same buffers, see :mod:`sensorgym.core.xp`). A class
+        #: whose buffers numpy cannot view (e.g. bfloat16) keeps the torch executor.
+        self.executor = executor if numpy_can_view(group.dtype, return_dtype) else "torch"
         b, device = group.inter.shape[0], group.inter.device
         self.cls, self.sensors, self.group, self.columns = sensor_cls, sensors, group, columns
         self.return_dtype, self.return_cols = return_dtype, return_cols
@@ -164,7 +170,7 @@ class ClassStorage:
         raw_reset = raw_step + ([PrefillTimelines(self.working)] if self.uses_timeline else [])
         self.md = SensorMetadata(
             sensor_cls, sensors, b, dt, device, random, self.params,
-            HardwareImperfections(self.params, compiled), raw_step, raw_reset,
+            HardwareImperfections(self.params, compiled, self.executor), raw_step, raw_reset,
         )  # fmt: skip
 
         post_processed = _overrides(sensor_cls, "_post_process")
@@ -240,7 +246,7 @@ class ClassStorage:
                     stages.append((SampleAndHold(self.sampler, self.m_ring), False))
                 stages.append((PadRing(self.m_ring, self.padding), True))
                 if self.delay_line is not None:
-                    stages.append((self.delay_line.stage(), False))
+                    stages.append((self.delay_line.stage(self.executor), False))
                 else:
                     stages.append((CopyToReturnCache(self.m_ring, self.m_cache), False))
             else:
@@ -251,8 +257,22 @@ class ClassStorage:
             if self.hist is not None:
                 stages.append((WriteHistory(self.hist, self.m_cache), False))
                 stages.append((PadRing(self.hist, self.padding), True))
+        names = [(getattr(s, "__name__", type(s).__name__), r) for s, r in stages]
+        routes = ["torch"] * len(stages)
+        if self.executor == "numpy":  # a stage without a numpy execution stays on torch (same memory)
+            for i, (stage, reset_only) in enumerate(stages):
+                numpy_stage = stage.numpy_stage() if hasattr(stage, "numpy_stage") else None
+                if numpy_stage is None and getattr(stage, "__name__", "").endswith("_numpy"):
+                    numpy_stage = stage  # the delay line's read, chosen by its own stage()
+                if numpy_stage is not None:
+                    stages[i], routes[i] = (numpy_stage, reset_only), "numpy"
+        names = [(name.removesuffix("_numpy"), r) for name, r in names]
         self.step_stages = tuple(stage for stage, reset_only in stages if not reset_only)
         self.reset_stages = tuple(stage for stage, _ in stages)
+        self._stage_names = (
+            [(n, route) for (n, r), route in zip(names, routes, strict=True) if not r],
+            [(n, route) for (n, _), route in zip(names, routes, strict=True)],
+        )
 
     def capture(self, state: Any, ctx: CaptureContext) -> None:
         """One capture of the class: its hook, then its planned stages."""
@@ -262,10 +282,11 @@ class ClassStorage:
 
     def stage_names(self, reset: bool = False) -> list[str]:
         """Names of the stages a step (``reset=True``: a reset capture) runs after the class's hook."""
-        return [
-            getattr(s, "__name__", type(s).__name__)
-            for s in (self.reset_stages if reset else self.step_stages)
-        ]
+        return [name for name, _ in self._stage_names[reset]]
+
+    def stage_executors(self, reset: bool = False) -> list[str]:
+        """The executor (``"torch"`` or ``"numpy"``) each of :meth:`stage_names` runs on."""
+        return [route for _, route in self._stage_names[reset]]
 
     # -- reads -------------------------------------------------------------------------------------------
     @property

@@ -67,7 +67,8 @@ def _compare(mgr, ref) -> None:
 def test_manager_matches_reference(data):
     draw = data.draw
     b = draw(st.integers(1, 4))
-    mgr = sg.SensorManager(num_envs=b, dt=DT, seed=draw(st.integers(0, 1000)))
+    executor = draw(st.sampled_from(["torch", "numpy"]), label="executor")  # both against the oracle
+    mgr = sg.SensorManager(num_envs=b, dt=DT, seed=draw(st.integers(0, 1000)), executor=executor)
     for i in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(["state", "filter", "threshold", "byte"]))
         mgr.add_sensor(_options(draw, kind), name=f"s{i}")

@@ -1,0 +1,180 @@
+"""The small array namespace the per-step arithmetic is written against, and its two executors.
+
+The imperfection kernel (:func:`~sensorgym.core.imperfections.imperfection_kernel`) and the delay line's
+shift sampling (:func:`~sensorgym.core.delay_line.read_delayed`) are written once against an ``xp``
+argument: :data:`TORCH` runs them on torch tensors, :data:`NUMPY` on numpy views of the same CPU buffers
+(``tensor.numpy()`` shares memory, so rings, caches, ``state_dict`` and the Gymnasium layer see one
+storage). Every op writes into ``out`` (nothing is allocated per step) and is exactly rounded IEEE
+arithmetic in both (no fused multiply-add; ``round`` is half to even in both), so the two routes give the
+same bits. Random numbers always come from the manager's torch generators, drawn into the shared buffers.
+
+Which route a manager uses is decided once at build (``SensorManager(executor=...)``, see
+:func:`choose_executor`): numpy for small CPU batches, where a torch op's dispatch (~1-2 µs) costs more
+than its work, torch everywhere else (large batches, CUDA, ``compile=True``).
+
+Example:
+    >>> import torch
+    >>> from sensorgym.core.xp import NUMPY, TORCH, numpy_view
+    >>> a, b = torch.tensor([1.5, 2.5]), torch.tensor([2.0, 2.0])
+    >>> _ = TORCH.mul(a, b, a)           # torch.mul(a, b, out=a)
+    >>> _ = NUMPY.round(numpy_view(a), numpy_view(a))  # in place on the same memory
+    >>> a.tolist()
+    [3.0, 5.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = [
+    "EXECUTORS",
+    "NUMPY",
+    "NUMPY_MAX_ELEMENTS",
+    "TORCH",
+    "choose_executor",
+    "numpy_can_view",
+    "numpy_view",
+]
+
+#: the ``executor`` values ``SensorManager`` accepts
+EXECUTORS = ("auto", "torch", "numpy")
+
+#: ``executor="auto"`` takes the numpy route on the CPU while ``num_envs x intermediate columns`` is at
+#: most this. Measured on a 2-core EPYC VM, both executors in one run: numpy was faster at every size up
+#: to 2**20 elements (the standard suite at B = 16384: 4.2 ms vs 4.5 ms) and slower at 2**22 (B = 65536:
+#: 19.0 ms vs 14.9 ms, where torch's step goes multi-threaded); the threshold keeps a 4x margin below the
+#: last size where numpy won. See docs/performance.md.
+NUMPY_MAX_ELEMENTS = 1 << 18
+
+
+class TORCH:
+    """The torch executor: each op is one ``out=`` (or in-place) torch call."""
+
+    name = "torch"
+
+    @staticmethod
+    def add(a: Any, b: Any, out: Any) -> Any:
+        return torch.add(a, b, out=out)
+
+    @staticmethod
+    def mul(a: Any, b: Any, out: Any) -> Any:
+        return torch.mul(a, b, out=out)
+
+    @staticmethod
+    def div(a: Any, b: Any, out: Any) -> Any:
+        return torch.div(a, b, out=out)
+
+    @staticmethod
+    def minimum(a: Any, b: Any, out: Any) -> Any:
+        return torch.minimum(a, b, out=out)
+
+    @staticmethod
+    def round(a: Any, out: Any) -> Any:  # half to even
+        return torch.round(a, out=out)
+
+    @staticmethod
+    def floor(a: Any, out: Any) -> Any:
+        return torch.floor(a, out=out)
+
+    @staticmethod
+    def copy(dst: Any, src: Any) -> Any:
+        """``dst[...] = src`` (casting, e.g. float to int truncates)."""
+        return dst.copy_(src)
+
+    @staticmethod
+    def fill_where(dst: Any, mask: Any, value: float) -> Any:
+        """``dst[mask] = value`` (``mask`` broadcasts)."""
+        return dst.masked_fill_(mask, value)
+
+    @staticmethod
+    def select_into(out: Any, mask: Any, a: Any) -> Any:
+        """``out = where(mask, a, out)``."""
+        return torch.where(mask, a, out, out=out)
+
+    @staticmethod
+    def take(src: Any, index: Any, out: Any, axis: int = 0) -> Any:
+        """``out = src.take(index, axis)`` (``index`` 1-d)."""
+        return torch.index_select(src, axis, index, out=out)
+
+    @staticmethod
+    def gather0(src: Any, index: Any, out: Any) -> Any:
+        """``out[0, b, c] = src[index[0, b, c], b, c]``."""
+        return torch.gather(src, 0, index, out=out)
+
+
+class NUMPY:
+    """The numpy executor: the same ops on numpy views of the CPU buffers (the ufuncs themselves: their
+    third positional argument is ``out``, and calling them directly saves a Python frame per op)."""
+
+    name = "numpy"
+    add = np.add
+    mul = np.multiply
+    div = np.divide
+    round = np.rint  # half to even, like torch.round
+    floor = np.floor
+
+    @staticmethod
+    def minimum(a: Any, b: Any, out: Any) -> Any:
+        return np.minimum(a, b, out=out)  # a positional `out` is deprecated for minimum (numpy 2.4)
+
+    @staticmethod
+    def copy(dst: Any, src: Any) -> Any:
+        np.copyto(dst, src, casting="unsafe")
+        return dst
+
+    @staticmethod
+    def fill_where(dst: Any, mask: Any, value: float) -> Any:
+        np.copyto(dst, value, casting="unsafe", where=mask)
+        return dst
+
+    @staticmethod
+    def select_into(out: Any, mask: Any, a: Any) -> Any:
+        np.copyto(out, a, where=mask)
+        return out
+
+    @staticmethod
+    def take(src: Any, index: Any, out: Any, axis: int = 0) -> Any:
+        # indices are in range by construction; "clip" writes straight into `out` ("raise" buffers)
+        return src.take(index, axis, out, "clip")
+
+    @staticmethod
+    def gather0(src: Any, index: Any, out: Any) -> Any:
+        raise NotImplementedError("gather0 has no numpy executor; the stage stays on torch")
+
+
+def numpy_view(t: torch.Tensor | None) -> np.ndarray | None:
+    """A numpy array sharing ``t``'s CPU memory (None stays None)."""
+    return None if t is None else t.detach().numpy()
+
+
+def numpy_can_view(*dtypes: torch.dtype) -> bool:
+    """Whether numpy can view CPU tensors of every one of ``dtypes`` (not e.g. bfloat16)."""
+    try:
+        for dtype in dtypes:
+            torch.zeros(1, dtype=dtype).numpy()
+    except TypeError:
+        return False
+    return True
+
+
+def choose_executor(executor: str, device: torch.device, compiled: bool, elements: int) -> str:
+    """``"torch"`` or ``"numpy"`` for a manager: ``executor`` as asked, ``"auto"`` decided from the device,
+    ``compile`` and the step's size (``num_envs x intermediate columns``, see :data:`NUMPY_MAX_ELEMENTS`)."""
+    if executor not in EXECUTORS:
+        raise ValueError(
+            f"SensorManager(executor={executor!r}): expected one of {EXECUTORS}. Fix: leave it out "
+            "(auto), or pass 'torch' or 'numpy'."
+        )
+    numpy_possible = device.type == "cpu" and not compiled
+    if executor == "numpy" and not numpy_possible:
+        raise ValueError(
+            f"SensorManager(executor='numpy'): the numpy executor runs on CPU buffers without "
+            f"torch.compile; this manager has device={device} and compile={compiled}. Fix: use "
+            "executor='auto' or 'torch'."
+        )
+    if executor == "auto":
+        return "numpy" if numpy_possible and elements <= NUMPY_MAX_ELEMENTS else "torch"
+    return executor
