@@ -61,15 +61,9 @@ def _record_steps(env: SB3VecEnv) -> list:
     return steps
 
 
-def _rows(x: torch.Tensor) -> set[bytes]:
-    return {row.numpy().tobytes() for row in x.detach().float().reshape(-1, x.shape[-1])}
-
-
-# -- PPO -----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("critic_input", CRITIC_INPUTS)
-def test_ppo_learn_inputs_and_terminal_bootstrap(critic_input):
-    env = SB3VecEnv(sensor_env())
-    model = PPO(
+def _ppo(env: SB3VecEnv, **policy_kwargs) -> PPO:
+    """A small PPO with the asymmetric policy (one rollout of STEPS steps per env, one epoch)."""
+    return PPO(
         AsymmetricActorCriticPolicy,
         env,
         n_steps=STEPS,
@@ -78,8 +72,19 @@ def test_ppo_learn_inputs_and_terminal_bootstrap(critic_input):
         gamma=GAMMA,
         seed=0,
         device="cpu",
-        policy_kwargs=dict(net_arch=[16], critic_input=critic_input),
+        policy_kwargs=dict(net_arch=[16], **policy_kwargs),
     )
+
+
+def _rows(x: torch.Tensor) -> set[bytes]:
+    return {row.numpy().tobytes() for row in x.detach().float().reshape(-1, x.shape[-1])}
+
+
+# -- PPO -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("critic_input", CRITIC_INPUTS)
+def test_ppo_learn_inputs_and_terminal_bootstrap(critic_input):
+    env = SB3VecEnv(sensor_env())
+    model = _ppo(env, critic_input=critic_input)
     policy = model.policy
     actor_in = InputRecorder(policy.mlp_extractor.policy_net[0])
     critic_in = InputRecorder(policy.mlp_extractor.value_net[0])
@@ -138,17 +143,7 @@ def test_ppo_learn_in_every_autoreset_mode(mode, kind):
             SB3VecEnv(_mode_env(mode, kind))
         return
     env = SB3VecEnv(_mode_env(mode, kind))
-    model = PPO(
-        AsymmetricActorCriticPolicy,
-        env,
-        n_steps=STEPS,
-        batch_size=64,
-        n_epochs=1,
-        gamma=GAMMA,
-        seed=0,
-        device="cpu",
-        policy_kwargs=dict(net_arch=[16]),
-    )
+    model = _ppo(env)
     critic_in = InputRecorder(model.policy.mlp_extractor.value_net[0])
     value_out = InputRecorder(model.policy.value_net)
     steps = _record_steps(env)
