@@ -43,7 +43,7 @@ __all__ = [
 EXECUTORS = ("auto", "torch", "numpy")
 
 #: ``executor="auto"`` takes the numpy route on the CPU while ``num_envs x intermediate columns`` is at
-#: most this. Measured on a 2-core EPYC VM, both executors in one run: numpy was faster at every size up
+#: most this. Measured on a 2-core Intel Xeon VM, both executors in one run: numpy was faster at every size up
 #: to 2**20 elements (the standard suite at B = 16384: 4.2 ms vs 4.5 ms) and slower at 2**22 (B = 65536:
 #: 19.0 ms vs 14.9 ms, where torch's step goes multi-threaded); the threshold keeps a 4x margin below the
 #: last size where numpy won. See docs/performance.md.
