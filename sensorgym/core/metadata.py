@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .parameters import COMPONENT_FIELDS, TIME_FIELDS
+from .xp import NUMPY, TORCH
 
 if TYPE_CHECKING:
     from .imperfections import HardwareImperfections
@@ -110,6 +111,7 @@ class SensorMetadata:
         self.context = STEP  # replaced by the manager for every capture (a frozen CaptureContext)
         # what finish_raw_capture runs (NaN policy; in reset captures also the timeline prefill)
         self._raw_stages = (tuple(raw_step_stages), tuple(raw_reset_stages))
+        self._numpy_views: dict[int, tuple[torch.Tensor, Any]] = {}  # id -> (tensor, its numpy view)
 
     # -- the capture context ---------------------------------------------------------------------------
     reset_mask = _read("context", "reset_mask", "``(B,)`` bool: envs whose episode starts now, or None.")
@@ -121,6 +123,34 @@ class SensorMetadata:
         """``"torch"`` or ``"numpy"``: how the class's planned arithmetic runs (see
         :mod:`sensorgym.core.xp`); a hook may use it to copy through numpy views of CPU buffers."""
         return self.imperfections.executor
+
+    @property
+    def xp(self) -> Any:
+        """The array namespace of :attr:`executor` (:data:`~sensorgym.core.xp.TORCH` or
+        :data:`~sensorgym.core.xp.NUMPY`): a hook written against it, on arrays from :meth:`array`, runs
+        on either executor with the same bits."""
+        return NUMPY if self.imperfections.executor == "numpy" else TORCH
+
+    def array(self, t: torch.Tensor) -> Any:
+        """``t`` as an array of :attr:`xp`: the tensor itself (torch executor), or a numpy view of its
+        memory (numpy executor, see :meth:`numpy_view`)."""
+        return t if self.imperfections.executor != "numpy" else self.numpy_view(t)
+
+    def numpy_view(self, t: torch.Tensor) -> Any:
+        """A numpy array sharing the memory of the CPU tensor ``t`` (None when numpy cannot view it: a
+        device tensor or a dtype numpy lacks), made once per tensor object: hooks receive the same few
+        ring slots every step, and ``Tensor.numpy()`` with its checks costs more than the numpy op it
+        enables. The tensor is kept with its view, so an id is never reused for another tensor."""
+        known = self._numpy_views.get(id(t))
+        if known is None or known[0] is not t:
+            view = None
+            if t.device.type == "cpu" and not t.requires_grad:
+                try:
+                    view = t.numpy()
+                except TypeError:  # e.g. bfloat16
+                    view = None
+            known = self._numpy_views[id(t)] = (t, view)
+        return known[1]
 
     def finish_raw_capture(self, gt_timeline: Ring, measured_timeline: Ring) -> None:
         """Apply the non-finite policy and, for envs being reset, fill the older timeline slots with the

@@ -80,6 +80,25 @@ class TORCH:
         return torch.floor(a, out=out)
 
     @staticmethod
+    def greater(a: Any, b: Any, out: Any) -> Any:
+        """``out = a > b`` (1/0 in ``out``'s dtype)."""
+        return torch.gt(a, b, out=out)
+
+    @staticmethod
+    def less(a: Any, b: Any, out: Any) -> Any:
+        """``out = a < b``."""
+        return torch.lt(a, b, out=out)
+
+    @staticmethod
+    def abs(a: Any, out: Any) -> Any:
+        return torch.abs(a, out=out)
+
+    @staticmethod
+    def clip(a: Any, low: Any, high: Any, out: Any) -> Any:
+        """``out = min(max(a, low), high)`` (NaN stays NaN)."""
+        return torch.clamp(a, low, high, out=out)
+
+    @staticmethod
     def copy(dst: Any, src: Any) -> Any:
         """``dst[...] = src`` (casting, e.g. float to int truncates)."""
         return dst.copy_(src)
@@ -115,6 +134,13 @@ class NUMPY:
     div = np.divide
     round = np.rint  # half to even, like torch.round
     floor = np.floor
+    greater = np.greater
+    less = np.less
+    abs = np.absolute
+
+    @staticmethod
+    def clip(a: Any, low: Any, high: Any, out: Any) -> Any:
+        return np.clip(a, low, high, out=out)
 
     @staticmethod
     def minimum(a: Any, b: Any, out: Any) -> Any:

@@ -80,7 +80,7 @@ _NUMPY_DTYPES = frozenset(
 
 
 def _entry(state: Any, key: str, sensor: str) -> Any:
-    if not isinstance(state, Mapping):
+    if type(state) is not dict and not isinstance(state, Mapping):  # an ABC check costs more than dict's
         raise TypeError(
             f"sensor {sensor!r} reads state[{key!r}] but the state is a "
             f"{type(state).__name__}, not a mapping. Fix: pass a dict like {{{key!r}: array}}."
@@ -119,18 +119,6 @@ def _runs(sensors: list) -> list[tuple[str, slice, list]]:
         else:
             plan.append((s.options.key, s.cache_slice, [s]))
     return plan
-
-
-def _numpy_view(md: Any, raw: torch.Tensor) -> np.ndarray | None:
-    """A numpy array sharing ``raw``'s memory (None: not a CPU tensor of a dtype numpy has), made once
-    per buffer: the hook receives the same few ring slots every step, and ``Tensor.numpy()`` with its
-    checks costs more than the numpy assignment it enables."""
-    views = md.constants.setdefault("numpy_views", {})
-    known = views.get(id(raw))
-    if known is None or known[0] is not raw:  # the tensor is kept alive with its view: ids never recycle
-        view = raw.numpy() if raw.device.type == "cpu" and raw.dtype in _NUMPY_DTYPES else None
-        known = views[id(raw)] = (raw, view)
-    return known[1]
 
 
 def _merged_selection(md: Any, cols: slice, sensors: list, x: Any) -> Any:
@@ -258,10 +246,11 @@ class StateSensor(SimpleSensor):
         plan = md.constants["state_plan"]
         # numpy entries into a CPU buffer are written through a numpy view of it: a numpy assignment
         # (which casts like copy_) costs a fraction of a torch op's dispatch
-        target = _numpy_view(md, raw)
-        numpy_route = target is not None and not any(torch.is_tensor(state[key]) for key, _, _ in plan)
-        if not numpy_route:
-            target = raw
+        target = md.numpy_view(raw) if raw.dtype in _NUMPY_DTYPES else None
+        numpy_route = target is not None
+        for key, _, _ in plan:
+            if numpy_route and torch.is_tensor(state[key]):
+                numpy_route, target = False, raw
         entries: dict[str, Any] = {}  # each state entry converted once per step
         parts: list[tuple[slice, Any]] = []  # (raw columns, (B, c) source), in column order
         for key, cols, sensors in plan:

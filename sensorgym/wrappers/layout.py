@@ -174,6 +174,8 @@ class ObservationLayout:
         self.policy_space = _box(policy_lo, policy_hi)
         self.critic_space = _box(critic_lo, critic_hi)
         self.space = gym.spaces.Dict({"policy": self.policy_space, "critic": self.critic_space})
+        b = manager.num_envs
+        self._shapes = ((b, self.policy_space.shape[0]), (b, self.critic_space.shape[0]))  # of pack_numpy
         self._plan = self._make_plan()
         # numpy views of the plan's sources (policy, critic), made when numpy packing is first asked for
         self._numpy_sources: tuple[list[tuple], list[tuple]] | None = None
@@ -241,8 +243,8 @@ class ObservationLayout:
         if self._numpy_sources is None:
             self._numpy_sources = self._make_numpy_sources()
         num_envs = self.manager.num_envs
-        policy = np.empty((num_envs, self.policy_space.shape[0]), np.float32)
-        critic = np.empty((num_envs, self.critic_space.shape[0]), np.float32)
+        policy = np.empty(self._shapes[0], np.float32)
+        critic = np.empty(self._shapes[1], np.float32)
         (policy_copies, critic_copies), (policy_sources, critic_sources) = self._plan, self._numpy_sources
         for copies, sources, out in (
             (policy_copies, policy_sources, policy),
@@ -252,9 +254,12 @@ class ObservationLayout:
                 if newest_first is None:
                     out[:, copy.destination] = source
                 else:
-                    # (history, B, sensors*width) newest first -> per sensor (B, history, width), flattened
-                    slots = source[newest_first[copy.history.slot(0)]]
-                    out[:, copy.destination] = _per_sensor(slots, copy, num_envs).reshape(num_envs, -1)
+                    # (history, B, sensors*width) newest first -> per sensor (B, history, width), flattened;
+                    # the destination columns viewed as (B, sensors, history, width) (splitting the last,
+                    # contiguous axis: always a view) take the permuted slots in one copy
+                    slots = source.take(newest_first[copy.history.slot(0)], axis=0)
+                    destination = out[:, copy.destination].reshape(copy.blocks(num_envs))
+                    np.copyto(destination, _per_sensor(slots, copy, num_envs))
         self._fill_rest(env_obs, policy, critic, torch.Tensor.numpy)
         return {"policy": policy, "critic": critic}
 

@@ -53,6 +53,13 @@ def _copy_mask(mask: Any) -> Any:
     return mask.clone().bool() if torch.is_tensor(mask) else np.array(mask, dtype=bool, copy=True)
 
 
+def _done_mask(terminations: Any, truncations: Any) -> Any:
+    """``terminations | truncations`` as a new bool mask of the same kind (numpy or torch)."""
+    if isinstance(terminations, np.ndarray) and isinstance(truncations, np.ndarray):
+        return np.logical_or(terminations, truncations)  # a new bool array, whatever the inputs' dtypes
+    return _copy_mask(terminations | truncations)
+
+
 def _like(mask: Any, ref: Any) -> Any:
     """``mask`` as the same kind of array as ``ref`` (numpy or a torch tensor on its device)."""
     if torch.is_tensor(ref):
@@ -197,7 +204,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
             # even when empty: the random stream then does not depend on whether anything reset (and a
             # torch mask needs no device sync), so numpy and torch envs give the same numbers.
             self.manager.step(state, reset_mask=self._autoreset)
-            self._autoreset = _copy_mask(terminations | truncations)
+            self._autoreset = _done_mask(terminations, truncations)
         elif self.autoreset_mode is AutoresetMode.SAME_STEP:
             done = self._done(terminations, truncations)
             if done.any():

@@ -271,10 +271,10 @@ class MujocoSensor(ExtractedInSubEnvs, SimpleSensor):
             if torch.is_tensor(src):
                 break
         else:
-            if raw.device.type == "cpu":
+            out = md.numpy_view(raw)
+            if out is not None:
                 # numpy measurements into a CPU buffer: one numpy write into raw's memory (a view), where
                 # wrapping each source as a tensor and a torch.cat cost several torch dispatches per step
-                out = raw.numpy()
                 if len(sources) == 1:
                     np.copyto(out, sources[0], casting="unsafe")
                 else:  # the sensors tile raw's columns in order

@@ -253,12 +253,14 @@ class ContactSensor(MujocoSensor):
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
-        if "threshold" not in md.constants:
-            md.constants["threshold"] = torch.tensor(
-                [[s.options.threshold for s in md.sensors]], dtype=torch.float32, device=md.device
-            )
+        xp = md.xp
+        threshold = md.constants.get("threshold")
+        if threshold is None or threshold[0] is not xp:
+            values = [[s.options.threshold for s in md.sensors]]
+            t = torch.tensor(values, dtype=torch.float32, device=md.device)
+            threshold = md.constants["threshold"] = (xp, md.array(t))
         out = timeline.at(0)
-        torch.gt(data, md.constants["threshold"], out=out)
+        xp.greater(md.array(data), threshold[1], md.array(out))
         return out
 
 
@@ -318,17 +320,29 @@ class ContactForceSensor(MujocoSensor):
         return data.xmat[body].reshape(3, 3).T @ f_world
 
     @classmethod
-    def _limits(cls, md: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        if "limits" not in md.constants:
+    def _limits(cls, md: Any, data: torch.Tensor) -> tuple:
+        """``(xp, -max, max, min, scratch, below)`` as arrays of ``md.xp``: made once per executor."""
+        limits = md.constants.get("limits")
+        if limits is None or limits[0] is not md.xp:
             cols = [(s.options.max_force, s.options.min_force) for s in md.sensors for _ in range(3)]
             lim = torch.tensor(cols, dtype=torch.float32, device=md.device).T
-            md.constants["limits"] = (lim[0:1].contiguous(), lim[1:2].contiguous())
-        return md.constants["limits"]
+            tensors = (
+                -lim[0:1].contiguous(),
+                lim[0:1].contiguous(),
+                lim[1:2].contiguous(),
+                torch.empty_like(data),
+                torch.empty(data.shape, dtype=torch.bool, device=data.device),
+            )
+            limits = md.constants["limits"] = (md.xp, *map(md.array, tensors))
+        return limits
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
-        max_f, min_f = cls._limits(md)
+        xp, low, high, min_f, magnitude, below = cls._limits(md, data)
         out = timeline.at(0)
-        torch.clamp(data, -max_f, max_f, out=out)
-        out.masked_fill_(out.abs() < min_f, 0.0)
+        x = md.array(out)
+        xp.clip(md.array(data), low, high, x)  # saturation, then the deadband: no allocation per step
+        xp.abs(x, magnitude)
+        xp.less(magnitude, min_f, below)
+        xp.fill_where(x, below, 0.0)
         return out
