@@ -387,7 +387,7 @@ class SimpleSensor(Sensor):
         cls._apply_transform(md, measured, measured_timeline, is_measured=True)
         if measured.data_ptr() != intermediate.data_ptr():  # the same buffer without a timeline
             if md.executor == "numpy":  # a numpy copy of the same memory costs a fraction of copy_
-                np.copyto(intermediate.numpy(), measured_timeline.numpy_at(0))
+                np.copyto(md.numpy_view(intermediate), measured_timeline.numpy_at(0))
             else:
                 intermediate.copy_(measured)
         cls._apply_hardware_imperfections(md, intermediate)

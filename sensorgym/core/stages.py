@@ -205,7 +205,7 @@ class ProjectIntoRing:
     """Stage: ``_post_process`` of the branch's intermediate snapshot into slot 0 of its return ring, and
     (given ``cache``: the GT branch, never delayed) on into the return cache."""
 
-    __slots__ = ("cache", "is_measured", "md", "post_process", "ring", "sensor_cls", "source")
+    __slots__ = ("cache", "is_measured", "md", "numpy_cache", "post_process", "ring", "sensor_cls", "source")
 
     def __init__(
         self,
@@ -218,6 +218,7 @@ class ProjectIntoRing:
     ) -> None:
         self.sensor_cls, self.md, self.source, self.ring = sensor_cls, md, source, ring
         self.post_process, self.is_measured, self.cache = sensor_cls._post_process, is_measured, cache
+        self.numpy_cache: Any = None  # the numpy executor's view of `cache` (see numpy_stage)
 
     def __call__(self, ctx: CaptureContext) -> None:
         slot = self.ring.at(0)
@@ -229,14 +230,24 @@ class ProjectIntoRing:
                     f"format needs {tuple(slot.shape)} (B, return columns)."
                 )
             slot.copy_(out)
-        if self.cache is not None:
+        if self.numpy_cache is not None:
+            np.copyto(self.numpy_cache, self.ring.numpy_at(0))
+        elif self.cache is not None:
             self.cache.copy_(slot)
 
     def numpy_stage(self) -> Any:
-        """The identity projection as numpy copies of the same memory (the numpy executor); None for an
-        overridden ``_post_process`` (a torch hook) or a projection that changes dtype or shape."""
+        """The identity projection as numpy copies of the same memory (the numpy executor). With an
+        overridden ``_post_process`` (the hook runs as it is written, e.g. on ``md.xp``): this stage with
+        its copy into the return cache through numpy; None when it has no such copy, or for a projection
+        that changes dtype or shape."""
         if _overrides(self.sensor_cls, "_post_process"):
-            return None
+            if self.cache is None or self.cache.dtype != self.ring.buffer.dtype:
+                return None
+            stage = ProjectIntoRing(
+                self.sensor_cls, self.md, self.source, self.ring, self.is_measured, self.cache
+            )
+            stage.numpy_cache = self.cache.numpy()
+            return stage
         src, ring = self.source.buffer, self.ring.buffer
         if src.dtype != ring.dtype or src.shape[1:] != ring.shape[1:]:
             return None
