@@ -74,6 +74,11 @@ class CaptureContext:
 STEP = CaptureContext()
 
 
+#: numpy views one metadata keeps (hooks pass the same few buffers every step; a bound keeps a hook that
+#: passes a new tensor on every call from growing the cache without end)
+_MAX_VIEWS = 256
+
+
 def _read(component: str, name: str, doc: str) -> property:
     def get(self: SensorMetadata) -> Any:
         return getattr(getattr(self, component), name)
@@ -149,6 +154,8 @@ class SensorMetadata:
                     view = t.numpy()
                 except TypeError:  # e.g. bfloat16
                     view = None
+            if len(self._numpy_views) >= _MAX_VIEWS:  # fresh tensors every call: views are re-made
+                self._numpy_views.clear()
             known = self._numpy_views[id(t)] = (t, view)
         return known[1]
 

@@ -74,6 +74,10 @@ def _add_info(state: dict, info: Mapping, prefix: str, layout: Any = None) -> No
         if not prefix and key == EXTRACTOR_KEY and layout is not None and not isinstance(value, Mapping):
             state.update(split_extracted(value, layout))
             continue
+        if type(value) is np.ndarray:  # the common case first: Gymnasium batches info entries into arrays
+            if value.dtype.kind in "biuf":
+                state[f"{prefix}{key}"] = value
+            continue
         if isinstance(value, Mapping):
             inner = "" if (not prefix and key == EXTRACTOR_KEY) else f"{prefix}{key}."
             _add_info(state, value, inner)
