@@ -150,6 +150,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 64, 256])
     p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--rounds", type=int, default=9, help="interleaved rounds; the best of each is kept")
     args = p.parse_args()
     print(
         f"Pendulum-v1, SyncVectorEnv, {platform.machine()} {os.cpu_count()} cores, "
@@ -164,7 +165,7 @@ def main() -> None:
     for b in args.sizes:
         kinds = ("bare", "sensorgym", "sensorgym-torch", "gymnasium", "numpy-floor")
         envs = {kind: make(kind, b) for kind in kinds}
-        t = time_steps(envs, args.steps)
+        t = time_steps(envs, args.steps, args.rounds)
         sg_add, gym_add = t["sensorgym"] - t["bare"], t["gymnasium"] - t["bare"]
         torch_add, floor_add = t["sensorgym-torch"] - t["bare"], t["numpy-floor"] - t["bare"]
         print(
