@@ -123,7 +123,8 @@ class DelayLine:
         a.slot_index, a.source, a.target = view(self._slot_index), view(self._source), view(self._target)
         a.equal_widths = self._equal_widths
         if self._equal_widths:
-            a.shift_flat, a.slot_index_flat = view(self.shift.view(-1)), view(self._slot_index.view(-1))
+            a.prev_shift_flat = view(self.prev_shift.view(-1))
+            a.slot_index_flat = view(self._slot_index.view(-1))
             a.row_base = view(self._row_base)
         else:
             a.column_sensor, a.column_shift = view(self._column_sensor), view(self._column_shift)
@@ -205,18 +206,18 @@ def read_delayed(xp: Any, a: _Arrays, has_jitter: bool, phase: int, reset_mask: 
         xp.copy(shift, a.delay_steps)
     if reset_mask is not None:
         xp.fill_where(a.prev_shift, reset_mask[:, None], _FAR)
-    # reads never go back in capture time (`one` is a tensor on torch: a Python int would allocate)
+    # reads never go back in capture time: this read's shift is at most the previous one plus one, and
+    # becomes the previous one in place (`one` is a tensor on torch: a Python int would allocate)
     xp.add(a.prev_shift, a.one, a.prev_shift)
-    xp.minimum(shift, a.prev_shift, shift)
-    xp.copy(a.prev_shift, shift)
+    xp.minimum(shift, a.prev_shift, a.prev_shift)
     # slot of the snapshot `shift` steps back: a lookup in the precomputed (t - s) % R table
     table = a.slot_of_shift[phase]
     if a.equal_widths:
-        xp.take(table, a.shift_flat, a.slot_index_flat)
+        xp.take(table, a.prev_shift_flat, a.slot_index_flat)
         xp.add(a.slot_index, a.row_base, a.slot_index)
         xp.take(a.source, a.slot_index_flat, a.target)
     else:
-        xp.take(shift, a.column_sensor, a.column_shift, axis=1)
+        xp.take(a.prev_shift, a.column_sensor, a.column_shift, axis=1)
         xp.take(table, a.column_shift_flat, a.slot_index_flat)
         xp.gather0(a.source, a.gather_index, a.target)
 

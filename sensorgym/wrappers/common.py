@@ -227,10 +227,12 @@ def needs_extraction(sensors: Mapping[str, SensorOptions]) -> bool:
     return any(_overrides(Sensor.registered_class(type(o)), "_extract_state") for o in sensors.values())
 
 
+_HIDDEN = frozenset({EXTRACTOR_KEY, "_" + EXTRACTOR_KEY, LAYOUT_KEY, "_" + LAYOUT_KEY})
+
+
 def clean_info(info: Mapping) -> dict:
     """A shallow copy of ``info`` without the extractor's raw state (also inside ``final_info``)."""
-    hidden = (EXTRACTOR_KEY, "_" + EXTRACTOR_KEY, LAYOUT_KEY, "_" + LAYOUT_KEY)
-    out = {k: v for k, v in info.items() if k not in hidden}
+    out = {k: v for k, v in info.items() if k not in _HIDDEN}
     if isinstance(out.get("final_info"), Mapping):
         out["final_info"] = clean_info(out["final_info"])
     return out
