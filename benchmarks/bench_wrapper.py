@@ -20,8 +20,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import os
 import platform
 import time
@@ -32,7 +30,7 @@ import torch
 from gymnasium.wrappers import DelayObservation, FrameStackObservation, TransformObservation
 
 import sensorgym as sg
-from sensorgym.wrappers import SensorObservation, common
+from sensorgym.wrappers import SensorObservation
 
 SENSORS = {
     "angle": sg.StateSensorOptions(
@@ -50,17 +48,6 @@ def _noisy(env: gym.Env) -> gym.Env:
 
 def gym_composition(env: gym.Env) -> gym.Env:
     return FrameStackObservation(DelayObservation(_noisy(env), delay=2), stack_size=3)
-
-
-@contextlib.contextmanager
-def forced_executor(executor: str):
-    """Wrappers built inside get ``SensorManager(executor=executor)`` (the wrappers leave it "auto")."""
-    orig = common.SensorManager
-    common.SensorManager = functools.partial(orig, executor=executor)
-    try:
-        yield
-    finally:
-        common.SensorManager = orig
 
 
 class StraightLineNumpy(gym.vector.VectorWrapper):
@@ -121,8 +108,8 @@ def make(kind: str, b: int) -> gym.vector.VectorEnv:
     wrappers = [gym_composition] if kind == "gymnasium" else None
     envs = gym.make_vec("Pendulum-v1", num_envs=b, vectorization_mode="sync", wrappers=wrappers)
     if kind.startswith("sensorgym"):
-        with forced_executor("torch" if kind == "sensorgym-torch" else "auto"):
-            envs = SensorObservation(envs, SENSORS, seed=0)
+        executor = "torch" if kind == "sensorgym-torch" else "auto"
+        envs = SensorObservation(envs, SENSORS, seed=0, executor=executor)
     if kind == "numpy-floor":
         envs = StraightLineNumpy(envs)
     return envs

@@ -42,7 +42,6 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_sampler
 from bench_manager import bytes_written_per_step, sync, time_it
-from bench_wrapper import forced_executor
 from suite import DT, ENC_DIM, HISTORY, N_CONTACT, N_ENC, N_IMU, PerSensorBaseline, build_suite, make_state
 
 import sensorgym as sg
@@ -165,8 +164,8 @@ def wrapper_overheads(b: int, steps: int) -> tuple[float, float, float, float]:
 
 def _forced_torch(b: int) -> SensorObservation:
     """The wrapper with the torch executor forced (``executor="auto"`` picks numpy for small CPU batches)."""
-    with forced_executor("torch"):
-        return SensorObservation(gym.vector.SyncVectorEnv([SuiteStateEnv] * b), _suite_sensors(), seed=0)
+    envs = gym.vector.SyncVectorEnv([SuiteStateEnv] * b)
+    return SensorObservation(envs, _suite_sensors(), seed=0, executor="torch")
 
 
 # -- the floor: random numbers the suite needs + the roofline copy ---------------------------------------

@@ -49,8 +49,9 @@ def init_sensor_wrapper(
 
     ``arguments`` are the wrapper's constructor arguments except ``env`` (``sensors``, ``dt``, ``device``,
     ``seed``, ``policy``, ``critic``, ``critic_env_obs``, ``critic_randomization``, ``per_env_rng``,
-    ``policy_age``, ``critic_age``), recorded as given (``gym.utils.RecordConstructorArgs``); ``device`` is
-    where the manager lives (``arguments["device"]`` or the wrapper's own default). Sets ``wrapper.dt``,
+    ``policy_age``, ``critic_age``, ``executor``), recorded as given (``gym.utils.RecordConstructorArgs``);
+    ``device`` is where the manager lives (``arguments["device"]`` or the wrapper's own default). Sets
+    ``wrapper.dt``,
     ``.manager`` (built), ``.sensors`` (name -> Sensor) and ``.layout``; returns the checked sensor options.
     """
     gym.utils.RecordConstructorArgs.__init__(wrapper, **arguments)
@@ -62,6 +63,7 @@ def init_sensor_wrapper(
         device=device,
         seed=arguments["seed"],
         per_env_rng=arguments["per_env_rng"],
+        executor=arguments.get("executor", "auto"),
     )
     wrapper.manager = manager
     wrapper.sensors = {name: manager.add_sensor(opts, name=name) for name, opts in sensors.items()}

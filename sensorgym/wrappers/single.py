@@ -67,6 +67,7 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         per_env_rng: bool = False,
         policy_age: Sequence[str] = (),
         critic_age: Sequence[str] = (),
+        executor: str = "auto",
     ) -> None:
         arguments = constructor_arguments(locals())
         gym.Wrapper.__init__(self, env)

@@ -107,6 +107,9 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
             :meth:`~sensorgym.Sensor.read_age`; a driver's time stamp) is appended to ``"policy"``, one
             column each, in this order.
         critic_age: the same for ``"critic"`` (after the randomized parameters).
+        executor: how the sensor step runs, ``"auto"`` (numpy on numpy views of the buffers for small
+            CPU batches, torch otherwise), ``"torch"`` or ``"numpy"``; the same bits either way (see
+            :class:`~sensorgym.SensorManager` and docs/performance.md).
 
     State handed to the sensors: ``"obs"`` (``"obs.<key>"`` for Dict observations), every numeric info
     entry under its key, and what a :class:`~sensorgym.wrappers.SimStateExtractor` computed inside the
@@ -131,6 +134,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         per_env_rng: bool = False,
         policy_age: Sequence[str] = (),
         critic_age: Sequence[str] = (),
+        executor: str = "auto",
     ) -> None:
         arguments = constructor_arguments(locals())
         if not isinstance(env, VectorEnv):
