@@ -7,6 +7,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 import sensorgym as sg
 from sensorgym.envs.ant import ant_sensors
@@ -75,3 +76,25 @@ def test_a_mistyped_executor_names_the_option_and_the_fix():
     envs = gym.make_vec("Pendulum-v1", num_envs=2, vectorization_mode="sync")
     with pytest.raises(ValueError, match=r"executor='fast'.*Fix"):
         SensorObservation(envs, SENSORS, executor="fast")
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_torch_env_gives_the_same_observations_on_both_executors(mode):
+    """A natively batched torch env on the CPU: its tensors take the torch route into the raw columns
+    while the rest of the step runs on the chosen executor."""
+    from sensorgym.envs.batched_pendulum import BatchedPendulumEnv
+
+    wrapped = {
+        executor: SensorObservation(
+            BatchedPendulumEnv(num_envs=4, autoreset_mode=mode), SENSORS, seed=5, executor=executor
+        )
+        for executor in ("torch", "numpy")
+    }
+    for env in wrapped.values():
+        env.reset(seed=0)
+    for t in range(230):
+        a = torch.full((4, 1), float(np.sin(t / 7.0)))
+        (obs_t, *_), (obs_n, *_) = (env.step(a) for env in wrapped.values())
+        for key in ("policy", "critic"):
+            assert torch.equal(obs_t[key], obs_n[key]), f"step {t}: {key}"
+    assert wrapped["numpy"].manager.executor_used == "numpy"
