@@ -215,10 +215,15 @@ class Flattener:
             col += width
         self.width = col
         self._torch_extra: dict[tuple[int, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
+        # one Box leaf (an array observation): a numpy batch goes into its columns in one assignment
+        self._one_array = len(self.plan) == 1 and not self.plan[0][0] and self.plan[0][3] == "values"
 
     def __call__(self, obs: Any, out: Any) -> Any:
         """Fill ``out`` ``(B, flatdim)`` (numpy or torch) from a batched observation; returns ``out``."""
         num_envs = out.shape[0]
+        if self._one_array and type(obs) is np.ndarray and type(out) is np.ndarray:  # runs every step
+            out[:, : self.width] = obs.reshape(num_envs, -1)
+            return out
         is_torch = torch.is_tensor(out)
         for i, (path, col, width, kind, extra) in enumerate(self.plan):
             leaf = _get(obs, path)
