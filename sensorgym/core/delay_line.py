@@ -134,6 +134,10 @@ class DelayLine:
             a.gather_index = view(self._gather_index)
         return a
 
+    def __getstate__(self) -> dict:
+        # the numpy executor's views are made again by stage(): copies would not share the copied memory
+        return {**self.__dict__, "_numpy": None, "_numpy_cache": None}
+
     # -- the two reads (stages of the class's capture) -----------------------------------------------------
     def hold_fixed_shift(self, ctx: CaptureContext) -> None:
         """Stage: every env and sensor reads the snapshot ``fixed_shift`` steps back (one slot copy)."""

@@ -169,6 +169,14 @@ class HardwareImperfections:
         self.random_walk_draw: torch.Tensor | None = None
         self.plan()
 
+    def __getstate__(self) -> dict:
+        # numpy views (bound arguments, the last data buffer's view) would not share a copy's memory
+        return {**self.__dict__, "_data": (None, None), "numpy_walk_args": None, "numpy_other_args": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.plan()  # binds the arguments (and their numpy views) to this object's own tensors
+
     @property
     def needs_draws(self) -> bool:
         p = self.params

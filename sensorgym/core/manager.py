@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Mapping
@@ -314,6 +315,34 @@ class SensorManager:
         )
         self._rollback_every_step = any(s.options.nan_policy == "raise" for s in self.sensors)
         self._plan_draws()
+
+    def __deepcopy__(self, memo: dict) -> SensorManager:
+        """``copy.deepcopy``: torch copies the buffers with their views still sharing memory; then every
+        numpy view of the numpy executor and every planned stage is made again from the new tensors (a
+        view copied along would not share the new memory and would silently read and write a detached
+        array)."""
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        new._restore(copy.deepcopy(self.__dict__, memo))
+        return new
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(
+            "SensorManager cannot be pickled: pickle stores each view of a shared buffer as its own copy, "
+            "so an unpickled manager's rings would no longer share memory and would silently read stale "
+            "data. Fix: save mgr.state_dict() (torch.save) and load_state_dict() into a manager built with "
+            "the same sensors, or copy.deepcopy(mgr) within a process."
+        )
+
+    def _restore(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self._built:
+            self._numpy_steps = (
+                (self.episode_steps.numpy(), self._one.numpy()) if self.executor_used == "numpy" else None
+            )
+            for storage in self._stores.values():
+                storage.plan()
+            self._plan_draws()
 
     def _plan_draws(self) -> None:
         """One standard-normal draw per dtype per step covers every class that needs noise or drift (with

@@ -118,6 +118,9 @@ class SensorMetadata:
         self._raw_stages = (tuple(raw_step_stages), tuple(raw_reset_stages))
         self._numpy_views: dict[int, tuple[torch.Tensor, Any]] = {}  # id -> (tensor, its numpy view)
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_numpy_views": {}}  # views are made again: copies would be detached
+
     # -- the capture context ---------------------------------------------------------------------------
     reset_mask = _read("context", "reset_mask", "``(B,)`` bool: envs whose episode starts now, or None.")
     capture_rows = _read("context", "rows", "The envs the current capture is for (None: all).")

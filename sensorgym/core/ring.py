@@ -86,6 +86,11 @@ class Ring:
         self._order: torch.Tensor | None = None  # [t % depth, k] -> storage slot of the snapshot k back
         self._numpy_slots: tuple | None = None
 
+    def __getstate__(self) -> dict:
+        # numpy views are made again on first use: a copied or unpickled view would not share the copied
+        # buffer's memory (reads and writes through it would go to a detached array)
+        return {**self.__dict__, "_numpy_slots": None}
+
     def slot(self, k: int) -> int:
         """Storage index of the snapshot ``k`` steps back."""
         return (self.clock.t - k) % self.depth

@@ -236,6 +236,9 @@ class ObservationLayout:
         self._fill_rest(env_obs, policy, critic, _same)
         return {"policy": policy, "critic": critic}
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_numpy_sources": None}  # views are made again: copies would be detached
+
     def pack_numpy(self, env_obs: Any) -> dict[str, np.ndarray]:
         """:meth:`pack` for a CPU manager and a numpy env: new float32 arrays, filled through numpy views
         of the sensor buffers by the same plan. The same values as ``pack``; for the small arrays of a few

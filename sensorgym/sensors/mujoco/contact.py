@@ -253,14 +253,11 @@ class ContactSensor(MujocoSensor):
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
-        xp = md.xp
-        threshold = md.constants.get("threshold")
-        if threshold is None or threshold[0] is not xp:
+        if "threshold" not in md.constants:
             values = [[s.options.threshold for s in md.sensors]]
-            t = torch.tensor(values, dtype=torch.float32, device=md.device)
-            threshold = md.constants["threshold"] = (xp, md.array(t))
+            md.constants["threshold"] = torch.tensor(values, dtype=torch.float32, device=md.device)
         out = timeline.at(0)
-        xp.greater(md.array(data), threshold[1], md.array(out))
+        md.xp.greater(md.array(data), md.array(md.constants["threshold"]), md.array(out))
         return out
 
 
@@ -321,24 +318,24 @@ class ContactForceSensor(MujocoSensor):
 
     @classmethod
     def _limits(cls, md: Any, data: torch.Tensor) -> tuple:
-        """``(xp, -max, max, min, scratch, below)`` as arrays of ``md.xp``: made once per executor."""
-        limits = md.constants.get("limits")
-        if limits is None or limits[0] is not md.xp:
+        """``(-max, max, min, scratch, below)`` as arrays of ``md.xp`` (tensors made once, kept in
+        ``md.constants``; ``md.array`` views them on the numpy executor)."""
+        if "limits" not in md.constants:
             cols = [(s.options.max_force, s.options.min_force) for s in md.sensors for _ in range(3)]
             lim = torch.tensor(cols, dtype=torch.float32, device=md.device).T
-            tensors = (
+            md.constants["limits"] = (
                 -lim[0:1].contiguous(),
                 lim[0:1].contiguous(),
                 lim[1:2].contiguous(),
                 torch.empty_like(data),
                 torch.empty(data.shape, dtype=torch.bool, device=data.device),
             )
-            limits = md.constants["limits"] = (md.xp, *map(md.array, tensors))
-        return limits
+        return tuple(map(md.array, md.constants["limits"]))
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
-        xp, low, high, min_f, magnitude, below = cls._limits(md, data)
+        xp = md.xp
+        low, high, min_f, magnitude, below = cls._limits(md, data)
         out = timeline.at(0)
         x = md.array(out)
         xp.clip(md.array(data), low, high, x)  # saturation, then the deadband: no allocation per step

@@ -335,13 +335,15 @@ class IMUSensor(MujocoSensor):
         if c is None:
             return
         b, n = data.shape[0], len(md.sensors)
-        xp, x = md.xp, md.array(data)
-        arrays = md.constants.get("coupling_arrays")
-        if arrays is None or arrays[0] is not xp:  # allocated once per executor: none per step
-            products = torch.empty(b, n, 3, 3, 3, dtype=data.dtype, device=data.device)
-            coupled = torch.empty(b, n, 3, 3, dtype=data.dtype, device=data.device)
-            arrays = md.constants["coupling_arrays"] = (xp, *map(md.array, (c, products, coupled)))
-        _, c, products, coupled = arrays
+        if "coupling_scratch" not in md.constants:  # allocated once: no tensor allocation per step
+            md.constants["coupling_scratch"] = (
+                torch.empty(b, n, 3, 3, 3, dtype=data.dtype, device=data.device),
+                torch.empty(b, n, 3, 3, dtype=data.dtype, device=data.device),
+            )
+        # tensors are kept, and md.array views them on the numpy executor (a view made once per tensor;
+        # a copied manager makes its own)
+        xp, x, c = md.xp, md.array(data), md.array(c)
+        products, coupled = map(md.array, md.constants["coupling_scratch"])
         # coupled[e, s, f, i] = sum_j c[s, f, i, j] * x[e, s, f, j], summed in the order j = 0, 1, 2 on
         # both executors (same bits), into preallocated outputs (a broadcast matmul would allocate)
         xp.mul(x.reshape(b, n, 3, 1, 3), c, products)
