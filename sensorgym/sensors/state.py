@@ -246,11 +246,9 @@ class StateSensor(SimpleSensor):
         plan = md.constants["state_plan"]
         # numpy entries into a CPU buffer are written through a numpy view of it: a numpy assignment
         # (which casts like copy_) costs a fraction of a torch op's dispatch
-        target = md.numpy_view(raw) if raw.dtype in _NUMPY_DTYPES else None
-        numpy_route = target is not None
-        for key, _, _ in plan:
-            if numpy_route and torch.is_tensor(state[key]):
-                numpy_route, target = False, raw
+        view = md.numpy_view(raw) if raw.dtype in _NUMPY_DTYPES else None
+        numpy_route = view is not None and not any(torch.is_tensor(state[key]) for key, _, _ in plan)
+        target = view if numpy_route else raw
         entries: dict[str, Any] = {}  # each state entry converted once per step
         parts: list[tuple[slice, Any]] = []  # (raw columns, (B, c) source), in column order
         for key, cols, sensors in plan:

@@ -21,9 +21,9 @@ import torch
 import sensorgym as sg
 from sensorgym.envs.ant import ant_sensors
 from sensorgym.wrappers import SensorObservation
-from sensorgym.wrappers.common import extract_state
 
 from ..helpers import FilterOptions, ThresholdOptions
+from ..sensors.test_executors_mujoco import batched
 
 B = 3
 
@@ -98,25 +98,21 @@ def test_a_copied_manager_of_catalog_sensors_continues_like_the_original():
     for i, env in enumerate(envs):
         env.reset(seed=i)
 
-    def batched() -> dict[str, np.ndarray]:
-        rows = [extract_state(e, options) for e in envs]
-        return {k: np.stack([r[k] for r in rows]) for k in rows[0]}
-
     mgr = sg.SensorManager(2, dt=envs[0].unwrapped.dt, seed=1)
     for name, o in options.items():
         mgr.add_sensor(o, name=name)
-    mgr.reset(batched())
+    mgr.reset(batched(envs, options))
     rng = np.random.default_rng(0)
     for _ in range(5):
         for env in envs:
             env.step(rng.uniform(-1, 1, 8))
-        mgr.step(batched())
+        mgr.step(batched(envs, options))
     assert mgr.executor_used == "numpy"
     clone = copy.deepcopy(mgr)
     for t in range(40):
         for env in envs:
             env.step(rng.uniform(-1, 1, 8))
-        s = batched()
+        s = batched(envs, options)
         mgr.step(s)
         clone.step(s)
         for a, b in zip(mgr.sensors, clone.sensors, strict=True):
