@@ -7,6 +7,9 @@
   over ``N`` sub-envs of ``base_id`` with the simulator state measured inside each sub-env; pass
   ``vectorization="async"`` to run the sub-envs in worker processes and ``autoreset_mode="SameStep"`` for SB3.
 
+Either form takes the sensor wrapper's own keyword arguments (:data:`WRAPPER_KWARGS`: ``seed``, ``device``,
+``executor``, ``per_env_rng``, ...); every other keyword goes to the base env.
+
 When ``base_id`` is a MuJoCo env that takes ``xml_file=`` (Gymnasium's MuJoCo envs) and the caller passes
 none, the base env is built from a copy of its model with MuJoCo's native sensors added for the catalog
 sensors that have them (:func:`~sensorgym.sensors.mujoco.native.native_model_xml`): the IMU and the contact
@@ -30,7 +33,7 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["native_env_kwargs", "register_sensor_env"]
+__all__ = ["WRAPPER_KWARGS", "native_env_kwargs", "register_sensor_env"]
 
 
 def native_env_kwargs(base_id: str, sensors: Mapping[str, Any], kwargs: Mapping[str, Any]) -> dict:
@@ -70,6 +73,26 @@ def native_env_kwargs(base_id: str, sensors: Mapping[str, Any], kwargs: Mapping[
     return out
 
 
+#: the sensor wrappers' keyword arguments a caller may pass through ``gym.make``/``gym.make_vec`` (the
+#: registration fixes ``sensors``, ``policy`` and ``critic``); every other keyword goes to the base env
+WRAPPER_KWARGS = (
+    "dt",
+    "device",
+    "seed",
+    "critic_env_obs",
+    "critic_randomization",
+    "per_env_rng",
+    "policy_age",
+    "critic_age",
+    "executor",
+)
+
+
+def _sensor_kwargs(kwargs: dict) -> dict:
+    """Pop the sensor wrapper's keyword arguments out of ``kwargs`` (edited in place)."""
+    return {k: kwargs.pop(k) for k in WRAPPER_KWARGS if k in kwargs}
+
+
 def _single(
     base_id: str,
     sensors: Callable[[], dict],
@@ -80,9 +103,7 @@ def _single(
 ) -> gym.Env:
     from ..wrappers import SingleEnvSensorObservation
 
-    sensor_kwargs = {
-        k: kwargs.pop(k) for k in ("seed", "per_env_rng", "critic_randomization", "device") if k in kwargs
-    }
+    sensor_kwargs = _sensor_kwargs(kwargs)
     chosen = sensors()
     if native:
         kwargs = native_env_kwargs(base_id, chosen, kwargs)
@@ -104,9 +125,7 @@ def _vector(
 ):
     from ..wrappers import make_sensor_vec
 
-    sensor_kwargs = {
-        k: kwargs.pop(k) for k in ("seed", "per_env_rng", "critic_randomization", "device") if k in kwargs
-    }
+    sensor_kwargs = _sensor_kwargs(kwargs)
     chosen = sensors()
     if native:  # the patched model is written here once; Async workers load it by path
         kwargs = native_env_kwargs(base_id, chosen, kwargs)
