@@ -4,8 +4,9 @@
    and runs in Async workers) and the manager's batched step for B in {1, 16, 64} (µs per step). The IMU
    and the contact switches are measured twice: computed in Python on ``Ant-v5``'s own model, and read
    from MuJoCo's native sensors on the patched model (:mod:`sensorgym.sensors.mujoco.native`).
-2. Per part: one Ant sub-env's extraction (``mj_forward``, each class's ``_extract_state``, packing), on
-   both paths.
+2. Per part: one Ant sub-env's extraction (``mj_forward``, each class's ``_extract_state``, packing, and
+   ``ExtractionPlan.packed``, which sub-envs run: on the native path one gather of every class's
+   ``MjData`` entries), on both paths.
 3. The Ant reference set (IMU + 4 foot contacts + 8 encoders): a SyncVectorEnv step of ``Ant-v5`` bare,
    observed through the sensors on the Python path (``make_sensor_vec("Ant-v5", ...)``) and on the native
    path (``gym.make_vec("sensorgym/AntSensors-v0", ...)``), rounds interleaved; targets: the sensors add
@@ -142,7 +143,9 @@ def parts(rounds: int) -> None:
         for cls, opts in plan.groups:
             cases[f"{cls.__name__}._extract_state"] = lambda c=cls, o=opts, e=env: c._extract_state(e, o)
         cases["pack"] = lambda v=values: ExtractionPlan.pack(v)
-        cases["ExtractionPlan + pack (all)"] = lambda p=plan, e=env: ExtractionPlan.pack(p(e))
+        cases["ExtractionPlan + pack (all, class by class)"] = lambda p=plan, e=env: ExtractionPlan.pack(p(e))
+        # what a sub-env runs: one gather of every class's MjData entries where they allow it (native)
+        cases["ExtractionPlan.packed (all, what a sub-env runs)"] = lambda p=plan, e=env: p.packed(e)
         for name, fn in cases.items():
             rows.setdefault(name, {})[path] = best_time(fn, 2000, rounds)
     print("\n| part (one Ant sub-env) | Python path µs | native path µs |")

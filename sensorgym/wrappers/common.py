@@ -182,7 +182,13 @@ def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs
 
 class ExtractionPlan:
     """What to measure inside one (sub-)env for a set of sensors, grouped by class once (this runs
-    every step in every sub-env)."""
+    every step in every sub-env).
+
+    :meth:`packed` gives the flat array that travels to the vector wrapper: when every class describes its
+    readings in the env's model as signed sums of ``MjData`` entries (``_gather_terms``, e.g. the Ant's
+    native IMU and foot switches and its encoders), in one :class:`~sensorgym.sensors.mujoco.gather.
+    GatherProgram` built once per model, else by packing :meth:`__call__`'s per-class measurements.
+    """
 
     def __init__(self, sensors: Mapping[str, SensorOptions]) -> None:
         from ..core.sensor import _overrides
@@ -195,6 +201,45 @@ class ExtractionPlan:
         self.groups = list(by_class.items())
         # bring the simulator's derived state up to date once, whatever number of classes need it
         self.prepares = list({getattr(cls, "_prepare_extraction", None) for cls in by_class} - {None})
+        self._program: tuple[Any, Any] = (None, None)  # (model, GatherProgram or None) of the last env
+
+    def packed(self, env: gym.Env) -> np.ndarray:
+        """``pack(self(env))``, computed in one gather where the classes allow (see the class docstring)."""
+        base = env.unwrapped
+        model, program = self._program
+        if model is not getattr(base, "model", None):
+            model, program = self._program = (getattr(base, "model", None), self._gather_program(base))
+        if program is None:
+            return self.pack(self(env))
+        for prepare in self.prepares:
+            prepare(base)
+        return program(base.data)
+
+    def packed_with_layout(self, env: gym.Env) -> tuple[np.ndarray, tuple]:
+        """``(packed(env), its layout)`` (see :meth:`layout`; sent once per reset, it never changes)."""
+        base = env.unwrapped
+        if self._program[0] is not getattr(base, "model", None):
+            self.packed(env)  # builds the program for this model
+        program = self._program[1]
+        if program is None:
+            values = self(env)
+            return self.pack(values), self.layout(values)
+        return self.packed(env), program.layout
+
+    def _gather_program(self, base: Any) -> Any:
+        """A :class:`~sensorgym.sensors.mujoco.gather.GatherProgram` of every class's terms, or None."""
+        if not self.groups or getattr(base, "data", None) is None:
+            return None
+        terms: list = []
+        for cls, opts in self.groups:
+            gather = getattr(cls, "_gather_terms", None)
+            found = None if gather is None else gather(base, opts)
+            if found is None:
+                return None
+            terms += found
+        from ..sensors.mujoco.gather import GatherProgram
+
+        return GatherProgram(terms)
 
     def __call__(self, env: gym.Env) -> dict[str, np.ndarray]:
         base = env.unwrapped  # resolved once: each wrapper layer costs a little on every access

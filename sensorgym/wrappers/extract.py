@@ -42,11 +42,10 @@ class SimStateExtractor(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._plan = ExtractionPlan(sensors)
 
     def _with_state(self, info: dict, with_layout: bool = False) -> dict:
-        values = self._plan(self.env)
-        out = {**info, EXTRACTOR_KEY: self._plan.pack(values)}
         if with_layout:
-            out[LAYOUT_KEY] = self._plan.layout(values)
-        return out
+            flat, layout = self._plan.packed_with_layout(self.env)
+            return {**info, EXTRACTOR_KEY: flat, LAYOUT_KEY: layout}
+        return {**info, EXTRACTOR_KEY: self._plan.packed(self.env)}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)

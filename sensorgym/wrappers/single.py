@@ -73,13 +73,17 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.Wrapper.__init__(self, env)
         sensors = init_sensor_wrapper(self, env, 1, env.observation_space, arguments, device)
         self._extract = ExtractionPlan(sensors) if needs_extraction(sensors) else None
+        self._layout: tuple | None = None  # of the flat extraction, from the last reset
         self.observation_space = self.layout.space
 
-    def _state(self, obs: Any, info: Mapping) -> dict:
+    def _state(self, obs: Any, info: Mapping, reset: bool = False) -> dict:
         info = dict(info)
         if self._extract is not None:
-            info[EXTRACTOR_KEY] = self._extract(self.env)
-        return build_state(_batch1(obs), _batch1(info))
+            if reset:  # the layout never changes: learnt at every reset, as the vector wrapper does
+                info[EXTRACTOR_KEY], self._layout = self._extract.packed_with_layout(self.env)
+            else:
+                info[EXTRACTOR_KEY] = self._extract.packed(self.env)
+        return build_state(_batch1(obs), _batch1(info), self._layout)
 
     def _observation(self, obs: Any) -> dict[str, np.ndarray]:
         return {k: v[0].cpu().numpy() for k, v in self.layout.pack(_batch1(obs)).items()}
@@ -88,7 +92,7 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         obs, info = self.env.reset(seed=seed, options=options)
         if seed is not None:
             self.manager.seed(seed)
-        self.manager.reset(self._state(obs, info))
+        self.manager.reset(self._state(obs, info, reset=True))
         return self._observation(obs), clean_info(info)
 
     def step(self, action: Any):

@@ -161,9 +161,10 @@ def test_torch_and_numpy_executors_give_the_same_bits(data):
             name = draw(st.sampled_from(names))
             value = draw(st.sampled_from([0.0, 0.1, 0.2])) if name in ("delay", "jitter") else 0.3
             arg = (name, j, value, np.flatnonzero(draw(st.lists(st.booleans(), min_size=b, max_size=b))))
-        if action == "roundtrip":  # continue from a saved state in fresh managers
+        if action == "roundtrip":  # continue from a saved state in fresh managers, crossed: the torch
+            # executor's checkpoint resumes on numpy and the numpy one on torch
             fresh = [_build(b, seed + 1, sensors, ex, per_env_rng) for ex in EXECUTORS]
-            for m, f in zip(mgrs, fresh, strict=True):
+            for m, f in zip(mgrs[::-1], fresh, strict=True):
                 f.reset(x0)
                 f.load_state_dict(m.state_dict())
             mgrs = fresh

@@ -250,6 +250,14 @@ class MujocoSensor(ExtractedInSubEnvs, SimpleSensor):
         raise NotImplementedError
 
     @classmethod
+    def _gather_terms(cls, env: Any, options: list) -> list | None:
+        """The class's readings in ``env``'s model as signed sums of ``MjData`` entries, one
+        :data:`~sensorgym.sensors.mujoco.gather.Terms` per option in order, or None when they are not
+        (then ``_extract_state`` measures them). Called once per model; must describe exactly what
+        ``_extract_state`` returns. Default: None."""
+        return None
+
+    @classmethod
     def _extract_state(cls, env: Any, options: list) -> dict[str, np.ndarray]:
         model, data = mj_handles(env)
         return {

@@ -252,6 +252,20 @@ class ContactSensor(MujocoSensor):
         return plan.counts(model, data)
 
     @classmethod
+    def _gather_terms(cls, env: Any, options: list) -> list | None:
+        """Each count as its native target count minus those of its excluded bodies when every switch is
+        native (see :mod:`~sensorgym.sensors.mujoco.gather`), else None."""
+        model, _ = mj_handles(env)
+        out = []
+        for o in options:
+            adr = _native_count(model, o)
+            if adr is None:
+                return None
+            first, *minus = (("sensordata", int(a)) for a in adr)
+            out.append((state_key(o), [(first, tuple(minus))]))
+        return out
+
+    @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
         if "threshold" not in md.constants:
             values = [[s.options.threshold for s in md.sensors]]

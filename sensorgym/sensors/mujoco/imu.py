@@ -277,6 +277,21 @@ class IMUSensor(MujocoSensor):
         return out
 
     @classmethod
+    def _gather_terms(cls, env: Any, options: list) -> list | None:
+        """The readings as ``sensordata`` entries when every IMU is wholly native (see
+        :mod:`~sensorgym.sensors.mujoco.gather`), else None."""
+        model, _ = mj_handles(env)
+        out = []
+        for o in options:
+            native = _native(model, o)
+            if native is None or native.site is not None:  # measured, or its field rotated, in Python
+                return None
+            index = native.index
+            adr = range(index.start, index.stop) if isinstance(index, slice) else index.tolist()
+            out.append((state_key(o), [(("sensordata", int(a)), ()) for a in adr]))
+        return out
+
+    @classmethod
     def _measure_python(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
         """The reading computed in Python from ``MjData`` (the path of models without native sensors)."""
         import mujoco

@@ -67,6 +67,16 @@ class _JointOptions(MujocoSensorOptions):
         return cached(model, (kind, self), build)
 
 
+def _joint_terms(env: Any, options: list, array: str, kind: str) -> list:
+    model, _ = mj_handles(env)
+    out = []
+    for o in options:
+        adr = o.addresses(model, kind)
+        adr = range(adr.start, adr.stop) if isinstance(adr, slice) else adr.tolist()
+        out.append((state_key(o), [((array, int(a)), ()) for a in adr]))
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class JointEncoderOptions(_JointOptions):
     """Options of :class:`JointEncoderSensor`: ``joints`` (hinge/slide joint names)."""
@@ -94,6 +104,11 @@ class JointEncoderSensor(MujocoSensor):
         qpos = data.qpos
         return {state_key(o): qpos[o.addresses(model, "qpos")].astype(np.float32) for o in options}
 
+    @classmethod
+    def _gather_terms(cls, env: Any, options: list) -> list:
+        """The readings as ``qpos`` entries (see :mod:`~sensorgym.sensors.mujoco.gather`)."""
+        return _joint_terms(env, options, "qpos", "qpos")
+
 
 @dataclass(frozen=True, kw_only=True)
 class JointTorqueOptions(_JointOptions):
@@ -111,3 +126,8 @@ class JointTorqueSensor(MujocoSensor):
     @classmethod
     def _measure(cls, model: Any, data: Any, o: JointTorqueOptions) -> np.ndarray:
         return data.qfrc_actuator[o.addresses(model, "dof")].copy()
+
+    @classmethod
+    def _gather_terms(cls, env: Any, options: list) -> list:
+        """The readings as ``qfrc_actuator`` entries (see :mod:`~sensorgym.sensors.mujoco.gather`)."""
+        return _joint_terms(env, options, "qfrc_actuator", "dof")
