@@ -42,6 +42,14 @@ def _batch1(value: Any) -> Any:
     return value
 
 
+def _leaves(value: Any) -> list:
+    if isinstance(value, Mapping):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, tuple):
+        return [x for v in value for x in _leaves(v)]
+    return [value]
+
+
 class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Observe one env through sensors: ``{"policy": measured, "critic": GT + env obs}``.
 
@@ -74,6 +82,7 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         sensors = init_sensor_wrapper(self, env, 1, env.observation_space, arguments, device)
         self._extract = ExtractionPlan(sensors) if needs_extraction(sensors) else None
         self._layout: tuple | None = None  # of the flat extraction, from the last reset
+        self._numpy_pack = self.layout.numpy_packable()
         self.observation_space = self.layout.space
 
     def _state(self, obs: Any, info: Mapping, reset: bool = False) -> dict:
@@ -86,7 +95,11 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return build_state(_batch1(obs), _batch1(info), self._layout)
 
     def _observation(self, obs: Any) -> dict[str, np.ndarray]:
-        return {k: v[0].cpu().numpy() for k, v in self.layout.pack(_batch1(obs)).items()}
+        batched = _batch1(obs)
+        if self._numpy_pack and not any(torch.is_tensor(x) for x in _leaves(batched)):
+            packed = self.layout.pack_numpy(batched)  # the same values, without torch dispatches
+            return {k: v[0] for k, v in packed.items()}
+        return {k: v[0].cpu().numpy() for k, v in self.layout.pack(batched).items()}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)

@@ -109,6 +109,32 @@ def test_single_env_critic_is_gymnasium_flatten(name: str) -> None:
             obs, _ = env.reset()
 
 
+@pytest.mark.parametrize("name", list(SPACES))
+def test_single_env_packs_the_same_bits_with_numpy_and_torch(name: str) -> None:
+    """The single-env wrapper packs numpy observations with numpy views of the sensor buffers; the torch
+    packing (used for torch observations) must give the same policy and critic arrays."""
+    space = SPACES[name]
+    traces = []
+    for numpy_pack in (True, False):
+        env = SingleEnvSensorObservation(SpaceEnv(space), _sensors(space), seed=0, critic_randomization=True)
+        assert env._numpy_pack
+        env._numpy_pack = numpy_pack
+        obs, _ = env.reset(seed=1)
+        trace = [obs]
+        for _ in range(25):
+            obs, _, term, trunc, _ = env.step(np.zeros(1, np.float32))
+            trace.append(obs)
+            if term or trunc:
+                obs, _ = env.reset()
+                trace.append(obs)
+        traces.append(trace)
+    for a, b in zip(*traces, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key].dtype == b[key].dtype and a[key].shape == b[key].shape
+            assert a[key].tobytes() == b[key].tobytes(), key
+
+
 def test_tuple_rows_are_not_mixed_across_envs() -> None:
     """Regression (issue 11.2): ``(B, k)`` Tuple parts were stacked ``(parts, B, k)`` and reshaped, so env
     0's critic row held env 0's and env 1's values."""
