@@ -1,9 +1,10 @@
 """Cost of the MuJoCo sensor catalog.
 
-1. Per sensor class: the measurement inside one sub-env (µs per env-step, the part that scales with B
-   and runs in Async workers) and the manager's batched step for B in {1, 16, 64} (µs per step). The IMU
-   and the contact switches are measured twice: computed in Python on ``Ant-v5``'s own model, and read
-   from MuJoCo's native sensors on the patched model (:mod:`sensorgym.sensors.mujoco.native`).
+1. Per sensor class: the measurement inside one sub-env (µs per env-step: ``ExtractionPlan.packed``, what
+   a sub-env runs, the part that scales with B and runs in Async workers) and the manager's batched step
+   for B in {1, 16, 64} (µs per step). The IMU and the contact switches are measured twice: computed in
+   Python on ``Ant-v5``'s own model, and read from MuJoCo's native sensors on the patched model
+   (:mod:`sensorgym.sensors.mujoco.native`).
 2. Per part: one Ant sub-env's extraction (``mj_forward``, each class's ``_extract_state``, packing, and
    ``ExtractionPlan.packed``, which sub-envs run: on the native path one gather of every class's
    ``MjData`` entries), on both paths.
@@ -114,7 +115,7 @@ def per_class(sizes: list[int]) -> None:
         for _ in range(20):  # off the initial pose: the feet touch the floor
             env.step(env.action_space.sample())
         plan = ExtractionPlan(sensors)
-        t_measure = best_time(lambda e=env, p=plan: p(e), 200)
+        t_measure = best_time(lambda e=env, p=plan: p.packed(e), 200)  # what a sub-env runs per step
         one = extract_state(env, sensors)
         row = [f"{t_measure * 1e6:,.1f}"]
         for b in sizes:

@@ -112,52 +112,37 @@ def test_a_plan_used_on_another_model_rebuilds_its_program():
         np.testing.assert_array_equal(fused, env.unwrapped.data.qpos[[7, 9]].astype(np.float32))
 
 
-def _no_program(monkeypatch) -> None:
-    monkeypatch.setattr(ExtractionPlan, "_gather_program", lambda self, base: None)
+def _vector_trace(sensors: dict, steps: int = 80) -> list[dict]:
+    xml = native_model_xml(expand_model_path("ant.xml"), sensors)
+    envs = make_sensor_vec("Ant-v5", 3, sensors, env_kwargs={"xml_file": xml}, seed=5)
+    envs.action_space.seed(0)
+    obs, _ = envs.reset(seed=0)
+    trace = [{k: v.copy() for k, v in obs.items()}]
+    for _ in range(steps):
+        obs, *_ = envs.step(envs.action_space.sample())
+        trace.append({k: v.copy() for k, v in obs.items()})
+    envs.close()
+    return trace
+
+
+def _single_trace(sensors: dict, steps: int = 60) -> list[dict]:
+    env = SingleEnvSensorObservation(ant(sensors), sensors, seed=2)
+    env.action_space.seed(0)
+    obs, _ = env.reset(seed=0)
+    trace = [obs]
+    for _ in range(steps):
+        obs, *_ = env.step(env.action_space.sample())
+        trace.append(obs)
+    return trace
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_vector_env_observations_are_identical_through_either_route(monkeypatch):
-    sensors = gatherable()
-    xml = native_model_xml(expand_model_path("ant.xml"), sensors)
-
-    def run() -> list[dict]:
-        envs = make_sensor_vec("Ant-v5", 3, sensors, env_kwargs={"xml_file": xml}, seed=5)
-        envs.action_space.seed(0)
-        obs, _ = envs.reset(seed=0)
-        trace = [{k: v.copy() for k, v in obs.items()}]
-        for _ in range(80):
-            obs, *_ = envs.step(envs.action_space.sample())
-            trace.append({k: v.copy() for k, v in obs.items()})
-        envs.close()
-        return trace
-
-    fused = run()
+@pytest.mark.parametrize("trace", [_vector_trace, _single_trace], ids=["vector", "single"])
+def test_observations_are_identical_through_either_route(trace, monkeypatch):
+    fused = trace(gatherable())
     with monkeypatch.context() as m:
-        _no_program(m)
-        classes = run()
-    for a, b in zip(fused, classes, strict=True):
-        for key in a:
-            assert a[key].tobytes() == b[key].tobytes()
-
-
-def test_single_env_observations_are_identical_through_either_route(monkeypatch):
-    sensors = gatherable()
-
-    def run() -> list[dict]:
-        env = SingleEnvSensorObservation(ant(sensors), sensors, seed=2)
-        env.action_space.seed(0)
-        obs, _ = env.reset(seed=0)
-        trace = [obs]
-        for _ in range(60):
-            obs, *_ = env.step(env.action_space.sample())
-            trace.append(obs)
-        return trace
-
-    fused = run()
-    with monkeypatch.context() as m:
-        _no_program(m)
-        classes = run()
+        m.setattr(ExtractionPlan, "_gather_program", lambda self, base: None)  # class by class
+        classes = trace(gatherable())
     for a, b in zip(fused, classes, strict=True):
         for key in a:
             assert a[key].tobytes() == b[key].tobytes()
