@@ -12,12 +12,16 @@
    observed through the sensors on the Python path (``make_sensor_vec("Ant-v5", ...)``) and on the native
    path (``gym.make_vec("sensorgym/AntSensors-v0", ...)``), rounds interleaved; targets: the sensors add
    at most 25 % to the env step at B=1 and 10 % at B=16.
+4. Autoresets: ``sensorgym/AntSensors-v0`` under uniform random actions (its episodes end often, as at the
+   start of training), with the manager's step timed separately on steps where an env starts a new
+   episode (``--only resets``).
 Camera and lidar are reported separately (they are much more expensive than the rest). On a shared
 machine, compare the best of several rounds (printed) and look at the median (also printed) for noise.
 
 Usage:
     MUJOCO_GL=egl python benchmarks/bench_catalog.py                 # everything
     MUJOCO_GL=egl python benchmarks/bench_catalog.py --only ant parts --rounds 9
+    MUJOCO_GL=egl python benchmarks/bench_catalog.py --only resets --sizes 16
     MUJOCO_GL=egl python benchmarks/bench_catalog.py --clock cpu      # on a busy machine
 """
 
@@ -192,14 +196,51 @@ def ant_overhead(sizes: list[int], steps: int, rounds: int) -> None:
             env.close()
 
 
+def ant_resets(sizes: list[int], steps: int) -> None:
+    """The cost of autoresets: ``sensorgym/AntSensors-v0`` driven by uniform random actions over the whole
+    action range (as a policy at the start of training: the Ant often falls and its episode ends), with
+    ``SensorManager.step`` timed on the steps where some env starts a new episode and on the others."""
+    print(
+        "\n| B | steps with an autoreset | manager step µs, no reset (median) | manager step µs, with an "
+        "autoreset (median) | added per step by resets, mean µs |"
+    )
+    print("|---:|---:|---:|---:|---:|")
+    for b in sizes:
+        envs = gym.make_vec("sensorgym/AntSensors-v0", num_envs=b, seed=0)
+        manager, step = envs.manager, envs.manager.step
+        times: dict[bool, list[float]] = {True: [], False: []}
+
+        def timed(state, reset_mask=None, step=step, times=times):
+            start = CLOCK()
+            step(state, reset_mask)
+            times[bool(np.any(reset_mask))].append(CLOCK() - start)
+
+        manager.step = timed
+        envs.reset(seed=0)
+        envs.action_space.seed(0)
+        for _ in range(steps):
+            envs.step(envs.action_space.sample())
+        envs.close()
+        plain, reset = statistics.median(times[False]), statistics.median(times[True] or [0.0])
+        extra = (sum(times[True]) - len(times[True]) * plain) / steps
+        print(
+            f"| {b} | {len(times[True]) / steps:.0%} | {plain * 1e6:,.0f} | {reset * 1e6:,.0f} | "
+            f"{extra * 1e6:,.0f} |"
+        )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 64])
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--rounds", type=int, default=7, help="interleaved rounds (best and median reported)")
     p.add_argument(
-        "--only", nargs="+", choices=["classes", "parts", "ant"], default=["classes", "parts", "ant"]
+        "--only",
+        nargs="+",
+        choices=["classes", "parts", "ant", "resets"],
+        default=["classes", "parts", "ant", "resets"],
     )
+    p.add_argument("--reset-steps", type=int, default=2000, help="steps of the autoreset measurement")
     p.add_argument(
         "--clock",
         choices=["wall", "cpu"],
@@ -222,6 +263,8 @@ def main() -> None:
         parts(args.rounds)
     if "ant" in args.only:
         ant_overhead(args.sizes, args.steps, args.rounds)
+    if "resets" in args.only:
+        ant_resets(args.sizes, args.reset_steps)
 
 
 if __name__ == "__main__":

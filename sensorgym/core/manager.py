@@ -75,7 +75,7 @@ def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "en
                 f"{what}: bool mask has shape {tuple(t.shape)} but num_envs={b}. Fix: pass a mask "
                 f"of shape ({b},)."
             )
-        return t.to(device)
+        return t if t.device == device else t.to(device)  # runs at every autoreset: no needless call
     if t.dtype.is_floating_point or t.dtype.is_complex:
         raise TypeError(f"{what}: env indices must be integers, got dtype {t.dtype}.")
     t = t.reshape(-1).to(torch.long)
@@ -334,7 +334,7 @@ class SensorManager(ManagerPersistence):
         self._check_state(state)
         if envs_idx is not None and _known_empty(envs_idx):
             return  # nothing to reset (checked on the host: no device sync)
-        self._capture(state, CaptureContext(mask, mask, advancing=False))
+        self._capture(state, self._reset_context(mask, mask, advancing=False))
 
     def step(self, state: Any, reset_mask: Any = None) -> None:
         """One control step for every env. ``reset_mask`` (optional, bool (B,) or indices) marks envs
@@ -349,7 +349,15 @@ class SensorManager(ManagerPersistence):
         for storage in self._stores.values():  # every class validates before anything is written
             storage.cls._check_state(state, storage.md)
         self.clock.tick()
-        self._capture(state, STEP if mask is None else CaptureContext(mask, None, advancing=True))
+        self._capture(state, STEP if mask is None else self._reset_context(mask, None, advancing=True))
+
+    def _reset_context(
+        self, mask: torch.Tensor, rows: torch.Tensor | None, advancing: bool
+    ) -> CaptureContext:
+        """The context of a capture that resets the envs in ``mask``; on the numpy executor it carries their
+        indices, so the reset stages write those rows with numpy instead of masked torch ops over all."""
+        index = np.flatnonzero(mask.numpy()) if self.executor_used == "numpy" else None
+        return CaptureContext(mask, rows, advancing=advancing, reset_index=index)
 
     def _decide_threads(self) -> int:
         """The intra-op thread count :meth:`step` runs with; 0 leaves torch's global setting alone."""

@@ -54,6 +54,8 @@ class CaptureContext:
         reset_mask: ``(B,)`` bool of the envs whose episode starts at this capture, or None.
         rows: the envs this capture is for (a partial reset), None for all.
         advancing: True for a step (time advances), False for a reset capture.
+        reset_index: on the numpy executor, the indices of ``reset_mask``'s envs (numpy int64, made once
+            per capture for the stages that write only those rows), else None.
 
     Example:
         >>> import torch
@@ -68,6 +70,7 @@ class CaptureContext:
     reset_mask: torch.Tensor | None = None
     rows: torch.Tensor | None = None
     advancing: bool = True
+    reset_index: Any = None
 
 
 #: the context of a plain step (no env resets): one object, no allocation per step

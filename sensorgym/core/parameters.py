@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +39,7 @@ import torch
 
 from .options import SimpleSensorOptions, bounds_of
 from .randomization import Distribution
+from .xp import NUMPY, TORCH
 
 if TYPE_CHECKING:
     from .rng import RandomSource
@@ -104,8 +106,13 @@ class ParameterTable:
         random: RandomSource | None,
         sensor_cols: list[int],
         param_dtype: torch.dtype | None,
+        executor: str = "torch",
     ) -> None:
         self.sensors, self.dt, self.device, self.random = sensors, dt, device, random
+        #: the ops of refresh_derived and resample (the class's executor: torch, or numpy on views); the
+        #: draws themselves always come from the torch generator (one random stream for both)
+        self.xp = NUMPY if executor == "numpy" else TORCH
+        self._views: dict[str, Any] | None = None  # see _arrays
         b, n = num_envs, len(sensors)
         f64 = dict(dtype=torch.float64, device=device)
         self.delay_seconds = torch.zeros(b, n, **f64)
@@ -119,6 +126,8 @@ class ParameterTable:
         self._random: dict[str, list[tuple[slice, Distribution]]] = {}
         self._random_cols: dict[str, torch.Tensor] = {}
         self._random_scratch: dict[str, torch.Tensor] = {}
+        self._random_rows: dict[str, torch.Tensor] = {}  # scratch: where a resample writes
+        self._random_draws: dict[str, list[tuple[torch.Tensor, Distribution]]] = {}  # views of the scratch
         self.has_component_params = param_dtype is not None
         self.has_noise = self.has_bias = self.has_random_walk = self.has_resolution = False
         self.resolution_all_active = False  # every component quantized: no mask needed
@@ -173,7 +182,9 @@ class ParameterTable:
             for sl, _ in entries:
                 cols[sl] = True
             self._random_cols[name] = cols
-            self._random_scratch[name] = torch.zeros_like(like)
+            self._random_scratch[name] = scratch = torch.zeros_like(like)
+            self._random_rows[name] = torch.zeros(like.shape, dtype=torch.bool, device=self.device)
+            self._random_draws[name] = [(scratch[:, sl], dist) for sl, dist in entries]
         self.refresh_derived()
 
     def _init_time(self, j: int, s: Sensor, name: str, value: float | Distribution) -> None:
@@ -222,18 +233,47 @@ class ParameterTable:
                 setattr(self, f"has_{name}", True)
 
     # -- derived tables --------------------------------------------------------------------------------
-    def refresh_derived(self) -> None:
-        """Recompute delay steps, effective jitter and the quantization tables from the values."""
-        torch.div(self.delay_seconds, self.dt, out=self._time_scratch)
-        self.delay_steps.copy_(self._time_scratch.round_())
-        torch.minimum(self.jitter_seconds, self.delay_seconds, out=self.jitter_steps)
-        self.jitter_steps.div_(self.dt)
-        torch.sub(self.jitter_steps, _EPS, out=self._time_scratch)
-        self.jitter_ceil.copy_(self._time_scratch.ceil_().clamp_(min=0))
-        self.jitter_steps_f32.copy_(self.jitter_steps)
-        if self.has_component_params:
-            torch.gt(self.resolution, 0, out=self.resolution_active)
-            torch.where(self.resolution_active, self.resolution, self._one, out=self.resolution_step)
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_views": None}  # a copy views its own tensors (see _arrays)
+
+    def _arrays(self) -> dict[str, Any]:
+        """The tables :meth:`refresh_derived` and :meth:`resample` work on, as the executor's arrays: the
+        tensors themselves, or numpy views of them made once (tensors are only ever written in place)."""
+        if self._views is None:
+            names = ["delay_seconds", "jitter_seconds", "delay_steps", "jitter_steps", "jitter_ceil"]
+            names += ["jitter_steps_f32", "_time_scratch"]
+            if self.has_component_params:
+                names += ["resolution", "resolution_step", "resolution_active", "_one"]
+            tensors = {n: getattr(self, n) for n in names}
+            for name in self._random:
+                tensors[f"{name}.value"] = self._param(name)
+                tensors[f"{name}.draws"] = self._random_scratch[name]
+                tensors[f"{name}.columns"] = self._random_cols[name][None, :]
+                tensors[f"{name}.rows"] = self._random_rows[name]
+            self._views = tensors if self.xp is TORCH else {k: v.numpy() for k, v in tensors.items()}
+        return self._views
+
+    def refresh_derived(self, changed: Iterable[str] | None = None) -> None:
+        """Recompute delay steps, effective jitter and the quantization tables from the values; ``changed``:
+        the fields that changed (only what derives from them is recomputed), None for all."""
+        xp, a = self.xp, self._arrays()
+        changed = None if changed is None else set(changed)
+        if changed is None or not changed.isdisjoint(TIME_FIELDS):
+            scratch = a["_time_scratch"]
+            xp.div(a["delay_seconds"], self.dt, scratch)
+            xp.round(scratch, scratch)
+            xp.copy(a["delay_steps"], scratch)
+            xp.minimum(a["jitter_seconds"], a["delay_seconds"], a["jitter_steps"])  # effective jitter
+            xp.div(a["jitter_steps"], self.dt, a["jitter_steps"])
+            xp.add(a["jitter_steps"], -_EPS, scratch)  # x - eps, exactly
+            xp.ceil(scratch, scratch)
+            xp.clip(scratch, 0.0, None, scratch)
+            xp.copy(a["jitter_ceil"], scratch)
+            xp.copy(a["jitter_steps_f32"], a["jitter_steps"])
+        if self.has_component_params and (changed is None or "resolution" in changed):
+            xp.greater(a["resolution"], 0, a["resolution_active"])
+            xp.copy(a["resolution_step"], a["_one"])  # a safe divisor where off ...
+            xp.select_into(a["resolution_step"], a["resolution_active"], a["resolution"])  # ... r where on
 
     def max_shift_per_sensor(self) -> list[int]:
         """The deepest delay + jitter shift each sensor can reach from its options (ring sizing)."""
@@ -244,14 +284,16 @@ class ParameterTable:
         """Draw new values of every option given as a distribution for the envs in ``mask`` (B,) bool."""
         if not self._random:
             return
-        for name, entries in self._random.items():
-            scratch = self._random_scratch[name]
-            for cols, dist in entries:
-                self.random.sample_(dist, scratch[:, cols], mask, 0)
-            target = self._param(name)
-            cond = mask[:, None] & self._random_cols[name][None, :]
-            torch.where(cond, scratch, target, out=target)
-        self.refresh_derived()
+        xp, a = self.xp, self._arrays()
+        envs = (mask if xp is TORCH else mask.numpy())[:, None]
+        for name, draws in self._random_draws.items():
+            for out, dist in draws:  # from the torch generator on either executor: one random stream
+                self.random.sample_(dist, out, mask, 0)
+            rows = a[f"{name}.rows"]
+            xp.logical_and(envs, a[f"{name}.columns"], rows)
+            xp.select_into(a[f"{name}.value"], rows, a[f"{name}.draws"])
+        # at every autoreset: recompute only what derives from the fields drawn (often noise or bias: none)
+        self.refresh_derived(self._random)
 
     def _param(self, name: str) -> torch.Tensor:
         if name in TIME_FIELDS:

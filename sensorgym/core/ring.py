@@ -85,11 +85,12 @@ class Ring:
         self._slots = buffer.unbind(0)
         self._order: torch.Tensor | None = None  # [t % depth, k] -> storage slot of the snapshot k back
         self._numpy_slots: tuple | None = None
+        self._numpy_buffer: Any = None
 
     def __getstate__(self) -> dict:
         # numpy views are made again on first use: a copied or unpickled view would not share the copied
         # buffer's memory (reads and writes through it would go to a detached array)
-        return {**self.__dict__, "_numpy_slots": None}
+        return {**self.__dict__, "_numpy_slots": None, "_numpy_buffer": None}
 
     def slot(self, k: int) -> int:
         """Storage index of the snapshot ``k`` steps back."""
@@ -106,6 +107,12 @@ class Ring:
         if self._numpy_slots is None:
             self._numpy_slots = tuple(slot.numpy() for slot in self._slots)
         return self._numpy_slots[(self.clock.t - k) % self.depth]
+
+    def numpy_buffer(self) -> Any:
+        """:attr:`buffer` as a numpy array sharing its memory (CPU rings; the numpy executor)."""
+        if self._numpy_buffer is None:
+            self._numpy_buffer = self.buffer.numpy()
+        return self._numpy_buffer
 
     def block(self, start: int, width: int) -> Ring:
         """A ring over a contiguous block of each snapshot's storage: snapshot columns

@@ -43,6 +43,7 @@ __all__ = [
     "SampleAndHold",
     "WriteHistory",
     "fill_rows",
+    "fill_rows_numpy",
 ]
 
 
@@ -67,6 +68,17 @@ def fill_rows(
     torch.where(zero_cols[None, :], zero, first, out=padded)
     torch.where(rows, padded.unsqueeze(0), buffer, out=buffer)
     torch.where(mask[:, None], first, slot0, out=slot0)
+
+
+def fill_rows_numpy(buffer: Any, slot0: Any, index: Any, zero_cols: Any = None) -> None:
+    """:func:`fill_rows` on numpy views of the same memory (the numpy executor), for the envs in ``index``
+    (int64 indices): the same values, written to those rows only."""
+    first = slot0[index]  # a copy (fancy indexing): slot0 aliases buffer
+    if zero_cols is None:
+        buffer[:, index] = first
+        return
+    buffer[:, index] = np.where(zero_cols, np.zeros((), first.dtype), first)
+    slot0[index] = first
 
 
 class Padding:
@@ -174,12 +186,16 @@ class PrefillTimelines:
     """Raw-capture stage of reset captures: every older timeline slot of a reset env holds the value
     just captured in slot 0 (so a recurrent transform starts in steady state)."""
 
-    def __init__(self, like: torch.Tensor) -> None:
+    def __init__(self, like: torch.Tensor, executor: str = "torch") -> None:
         self.scratch = torch.zeros_like(like)
+        self.numpy = executor == "numpy"
 
     def __call__(self, gt_timeline: Ring, measured_timeline: Ring, ctx: CaptureContext) -> None:
         for timeline in (gt_timeline, measured_timeline):
-            fill_rows(timeline.buffer, timeline.at(0), ctx.reset_mask, self.scratch)
+            if self.numpy and ctx.reset_index is not None:
+                fill_rows_numpy(timeline.numpy_buffer(), timeline.numpy_at(0), ctx.reset_index)
+            else:
+                fill_rows(timeline.buffer, timeline.at(0), ctx.reset_mask, self.scratch)
 
 
 # -- the stages of a class's capture ----------------------------------------------------------------------
@@ -315,6 +331,24 @@ class PadRing:
     def __call__(self, ctx: CaptureContext) -> None:
         ring, pad = self.ring, self.padding
         fill_rows(ring.buffer, ring.at(0), ctx.reset_mask, pad.first, pad.zero_columns, pad.scratch)
+
+    def numpy_stage(self) -> Any:
+        """This stage on numpy views of the same memory (the numpy executor)."""
+        zero = self.padding.zero_columns
+        return _PadRingNumpy(self.ring, None if zero is None else zero.numpy())
+
+
+class _PadRingNumpy:
+    """:class:`PadRing` on numpy views, writing only the reset envs' rows (``ctx.reset_index``)."""
+
+    __slots__ = ("ring", "zero_columns")
+
+    def __init__(self, ring: Ring, zero_columns: Any) -> None:
+        self.ring, self.zero_columns = ring, zero_columns
+
+    def __call__(self, ctx: CaptureContext) -> None:
+        ring = self.ring
+        fill_rows_numpy(ring.numpy_buffer(), ring.numpy_at(0), ctx.reset_index, self.zero_columns)
 
 
 def _cols(columns: slice) -> int:

@@ -163,11 +163,11 @@ class ClassStorage:
         simple = any(isinstance(s.options, SimpleSensorOptions) for s in sensors)
         self.params = ParameterTable(
             sensors, b, dt, device, random, [_cols(s.cache_slice) for s in sensors],
-            group.dtype if simple and group.dtype.is_floating_point else None,
+            group.dtype if simple and group.dtype.is_floating_point else None, self.executor,
         )  # fmt: skip
         self.nan_policy = NanPolicy.build(sensors, self.working, clock)
         raw_step = [self.nan_policy] if self.nan_policy is not None else []
-        raw_reset = raw_step + ([PrefillTimelines(self.working)] if self.uses_timeline else [])
+        raw_reset = raw_step + ([PrefillTimelines(self.working, self.executor)] if self.uses_timeline else [])
         self.md = SensorMetadata(
             sensor_cls, sensors, b, dt, device, random, self.params,
             HardwareImperfections(self.params, compiled, self.executor), raw_step, raw_reset,

@@ -80,6 +80,14 @@ class TORCH:
         return torch.floor(a, out=out)
 
     @staticmethod
+    def ceil(a: Any, out: Any) -> Any:
+        return torch.ceil(a, out=out)
+
+    @staticmethod
+    def logical_and(a: Any, b: Any, out: Any) -> Any:
+        return torch.logical_and(a, b, out=out)
+
+    @staticmethod
     def greater(a: Any, b: Any, out: Any) -> Any:
         """``out = a > b`` (1/0 in ``out``'s dtype)."""
         return torch.gt(a, b, out=out)
@@ -134,6 +142,8 @@ class NUMPY:
     div = np.divide
     round = np.rint  # half to even, like torch.round
     floor = np.floor
+    ceil = np.ceil
+    logical_and = np.logical_and
     greater = np.greater
     less = np.less
     abs = np.absolute
