@@ -73,12 +73,15 @@ def test_a_copied_manager_continues_like_the_original(executor):
             for key in expected:
                 np.testing.assert_array_equal(got[key], expected[key], err_msg=f"step {t}: {key}")
     # the copies own their memory: stepping one leaves the original alone
-    before = reads(mgr)
+    before, randomization = reads(mgr), mgr.sensors[0].read_randomization()["bias"].clone()
+    copies[0].seed(123)  # its autoresets draw other biases, through its own parameter tables
     for t in range(5):
-        copies[0].step({"x": np.full((B, 2), 100.0 + t, np.float32)})
+        copies[0].step({"x": np.full((B, 2), 100.0 + t, np.float32)}, reset_mask=np.full(B, t == 2))
     after = reads(mgr)
     for key in before:
         np.testing.assert_array_equal(after[key], before[key])
+    assert torch.equal(mgr.sensors[0].read_randomization()["bias"], randomization)
+    assert not torch.equal(copies[0].sensors[0].read_randomization()["bias"], randomization)
     assert not np.array_equal(reads(copies[0])["state.gt"], before["state.gt"])
 
 
