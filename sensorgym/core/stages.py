@@ -334,20 +334,23 @@ class PadRing:
 
     def numpy_stage(self) -> Any:
         """This stage on numpy views of the same memory (the numpy executor)."""
-        zero = self.padding.zero_columns
-        return _PadRingNumpy(self.ring, None if zero is None else zero.numpy())
+        return _PadRingNumpy(self)
 
 
 class _PadRingNumpy:
     """:class:`PadRing` on numpy views, writing only the reset envs' rows (``ctx.reset_index``)."""
 
-    __slots__ = ("ring", "zero_columns")
+    __slots__ = ("stage", "zero_columns")
 
-    def __init__(self, ring: Ring, zero_columns: Any) -> None:
-        self.ring, self.zero_columns = ring, zero_columns
+    def __init__(self, stage: PadRing) -> None:
+        zero = stage.padding.zero_columns
+        self.stage, self.zero_columns = stage, None if zero is None else zero.numpy()
 
     def __call__(self, ctx: CaptureContext) -> None:
-        ring = self.ring
+        if ctx.reset_index is None:  # a context made without the indices: the masked torch route
+            self.stage(ctx)
+            return
+        ring = self.stage.ring
         fill_rows_numpy(ring.numpy_buffer(), ring.numpy_at(0), ctx.reset_index, self.zero_columns)
 
 

@@ -74,9 +74,9 @@ def native_env_kwargs(base_id: str, sensors: Mapping[str, Any], kwargs: Mapping[
 
 
 #: the sensor wrappers' keyword arguments a caller may pass through ``gym.make``/``gym.make_vec`` (the
-#: registration fixes ``sensors``, ``policy`` and ``critic``); every other keyword goes to the base env
+#: registration fixes ``sensors``, ``policy`` and ``critic``); every other keyword goes to the base env,
+#: ``dt`` too (the wrapper reads the control step from the env, which may take its own ``dt``)
 WRAPPER_KWARGS = (
-    "dt",
     "device",
     "seed",
     "critic_env_obs",

@@ -206,9 +206,7 @@ class ExtractionPlan:
     def packed(self, env: gym.Env) -> np.ndarray:
         """``pack(self(env))``, computed in one gather where the classes allow (see the class docstring)."""
         base = env.unwrapped
-        model, program = self._program
-        if model is not getattr(base, "model", None):
-            model, program = self._program = (getattr(base, "model", None), self._gather_program(base))
+        program = self._program_for(base)
         if program is None:
             return self.pack(self(env))
         for prepare in self.prepares:
@@ -217,26 +215,34 @@ class ExtractionPlan:
 
     def packed_with_layout(self, env: gym.Env) -> tuple[np.ndarray, tuple]:
         """``(packed(env), its layout)`` (see :meth:`layout`; sent once per reset, it never changes)."""
-        base = env.unwrapped
-        if self._program[0] is not getattr(base, "model", None):
-            self.packed(env)  # builds the program for this model
-        program = self._program[1]
+        program = self._program_for(env.unwrapped)
         if program is None:
             values = self(env)
             return self.pack(values), self.layout(values)
         return self.packed(env), program.layout
+
+    def _program_for(self, base: Any) -> Any:
+        """The gather of ``base``'s model (built once per model), or None."""
+        model, program = self._program
+        if model is not getattr(base, "model", None):
+            model, program = self._program = (getattr(base, "model", None), self._gather_program(base))
+        return program
 
     def _gather_program(self, base: Any) -> Any:
         """A :class:`~sensorgym.sensors.mujoco.gather.GatherProgram` of every class's terms, or None."""
         if not self.groups or getattr(base, "data", None) is None:
             return None
         terms: list = []
+        seen: set[str] = set()
         for cls, opts in self.groups:
             gather = getattr(cls, "_gather_terms", None)
-            found = None if gather is None else gather(base, opts)
+            found = gather(base, opts) if gather is not None and _gathers_itself(cls) else None
             if found is None:
                 return None
-            terms += found
+            for key, values in found:
+                if key not in seen:  # equal options share a state key: measured once, like __call__
+                    seen.add(key)
+                    terms.append((key, values))
         from ..sensors.mujoco.gather import GatherProgram
 
         return GatherProgram(terms)
@@ -261,6 +267,20 @@ class ExtractionPlan:
     def layout(values: Mapping[str, Any]) -> tuple:
         """``((state key, shape), ...)`` of :meth:`pack`'s output."""
         return tuple((k, np.shape(v)) for k, v in values.items())
+
+
+def _gathers_itself(cls: type) -> bool:
+    """Whether ``cls``'s terms describe its own measurement: a subclass that measures differently
+    (overrides ``_extract_state`` or ``_measure`` below the class that defines ``_gather_terms``) must not
+    inherit its parent's terms."""
+
+    def owner(name: str) -> type | None:
+        return next((c for c in cls.__mro__ if name in c.__dict__), None)
+
+    terms = owner("_gather_terms")
+    return terms is not None and all(
+        (o := owner(name)) is None or issubclass(terms, o) for name in ("_extract_state", "_measure")
+    )
 
 
 def extract_state(env: gym.Env, sensors: Mapping[str, SensorOptions]) -> dict[str, np.ndarray]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 import torch
 
 import sensorgym as sg
 from sensorgym.core.imperfections import hardware_imperfections
+from sensorgym.core.metadata import CaptureContext
+from sensorgym.core.stages import PadRing
 
 
 def _storage(**opts):
@@ -95,3 +99,34 @@ def test_kernel_order_random_walk_noise_bias_resolution():
         None, None, None, None, None,
     )  # fmt: skip
     assert walk.tolist() == [[0.0, 0.0]]  # a reset snapshot shows no drift
+
+
+@pytest.mark.parametrize("padding", ["reset", "zero"])
+def test_numpy_padding_writes_only_the_reset_rows_with_or_without_their_indices(padding):
+    """The numpy executor's padding stage pads the rows of ``ctx.reset_index``; a context made without
+    the indices (built by hand) takes the masked torch route: either way only the masked rows change, and
+    both give the torch executor's values."""
+    managers = {}
+    for executor in ("torch", "numpy"):
+        m = sg.SensorManager(num_envs=3, dt=0.1, seed=0, executor=executor)
+        m.add_sensor(
+            sg.StateSensorOptions(key="x", shape=(2,), history_length=3, padding_type=padding), name="a"
+        )
+        m.reset({"x": torch.zeros(3, 2)})
+        for t in range(3):
+            m.step({"x": torch.full((3, 2), t + 1.0)})
+        managers[executor] = m
+    mask = torch.tensor([True, False, True])
+    stage = next(s for s in managers["numpy"].storage(sg.StateSensor).reset_stages if hasattr(s, "stage"))
+    torch_stage = next(
+        s for s in managers["torch"].storage(sg.StateSensor).reset_stages if type(s) is PadRing
+    )
+    torch_stage(CaptureContext(mask, None, True))
+    expected = torch_stage.ring.buffer.clone()
+    for index in (np.flatnonzero(mask.numpy()), None):
+        before = stage.stage.ring.buffer.clone()
+        stage(CaptureContext(mask, None, True, reset_index=index))
+        after = stage.stage.ring.buffer
+        assert torch.equal(after[:, 1], before[:, 1])  # the row not reset is untouched
+        assert torch.equal(after, expected)
+        stage.stage.ring.buffer.copy_(before)

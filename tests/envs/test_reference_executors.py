@@ -98,7 +98,7 @@ def test_every_wrapper_keyword_passes_through_and_others_reach_the_base_env():
     from sensorgym.wrappers import SensorObservation, SingleEnvSensorObservation
 
     for wrapper in (SensorObservation, SingleEnvSensorObservation):
-        params = set(inspect.signature(wrapper).parameters) - {"env", "sensors", "policy", "critic"}
+        params = set(inspect.signature(wrapper).parameters) - {"env", "sensors", "policy", "critic", "dt"}
         assert params == set(WRAPPER_KWARGS), wrapper
     envs = gym.make_vec("sensorgym/ThermalSensors-v0", num_envs=2, device="cpu", critic_env_obs=False)
     assert envs.manager.device == torch.device("cpu") and envs.layout.include_env_obs is False

@@ -254,7 +254,8 @@ class MujocoSensor(ExtractedInSubEnvs, SimpleSensor):
         """The class's readings in ``env``'s model as signed sums of ``MjData`` entries, one
         :data:`~sensorgym.sensors.mujoco.gather.Terms` per option in order, or None when they are not
         (then ``_extract_state`` measures them). Called once per model; must describe exactly what
-        ``_extract_state`` returns. Default: None."""
+        ``_extract_state`` returns. A subclass that overrides ``_extract_state`` or ``_measure`` does not
+        inherit its parent's terms (the extraction then calls it) unless it defines its own. Default: None."""
         return None
 
     @classmethod

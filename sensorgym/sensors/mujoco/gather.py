@@ -65,6 +65,7 @@ class GatherProgram:
         ]
         flat = [v for _, values in terms for v in values]
         self._first = np.array([slots[first] for first, _ in flat], dtype=np.int64)
+        self._values = np.empty(len(flat), np.float64)
         # layer k subtracts the k-th subtracted entry of every value that has one (the classes' order)
         depth = max((len(minus) for _, minus in flat), default=0)
         self._layers = []
@@ -81,10 +82,11 @@ class GatherProgram:
         for array, index, where in self._sources:
             # each attribute access builds a new view of MjData's memory: once per array
             gathered[where] = getattr(data, array)[index]
-        values = gathered[self._first]
+        values = self._values
+        np.take(gathered, self._first, out=values)
         for rows, cols in self._layers:
             values[rows] -= gathered[cols]
-        return values.astype(np.float32)
+        return values.astype(np.float32)  # the one new array: it travels through info
 
 
 def _as_slice(index: list[int]) -> slice | np.ndarray:
