@@ -198,35 +198,45 @@ def ant_overhead(sizes: list[int], steps: int, rounds: int) -> None:
 
 def ant_resets(sizes: list[int], steps: int) -> None:
     """The cost of autoresets: ``sensorgym/AntSensors-v0`` driven by uniform random actions over the whole
-    action range (as a policy at the start of training: the Ant often falls and its episode ends), with
-    ``SensorManager.step`` timed on the steps where some env starts a new episode and on the others."""
+    action range (as a policy at the start of training: the Ant often falls and its episode ends), in
+    Gymnasium's NextStep mode and in SameStep (SB3's), with the manager's time per vector step (its
+    ``step`` and, in SameStep, the ``reset`` of the finished envs) split by whether an env started a new
+    episode in that step."""
     print(
-        "\n| B | steps with an autoreset | manager step µs, no reset (median) | manager step µs, with an "
-        "autoreset (median) | added per step by resets, mean µs |"
+        "\n| B | autoreset mode | steps with an autoreset | manager µs/step, no reset (median) | manager "
+        "µs/step with an autoreset (median) | added per step by resets, mean µs |"
     )
-    print("|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|")
     for b in sizes:
-        envs = gym.make_vec("sensorgym/AntSensors-v0", num_envs=b, seed=0)
-        manager, step = envs.manager, envs.manager.step
-        times: dict[bool, list[float]] = {True: [], False: []}
+        for mode in ("NextStep", "SameStep"):
+            envs = gym.make_vec("sensorgym/AntSensors-v0", num_envs=b, seed=0, autoreset_mode=mode)
+            manager, spent = envs.manager, [0.0, False]
 
-        def timed(state, reset_mask=None, step=step, times=times):
-            start = CLOCK()
-            step(state, reset_mask)
-            times[bool(np.any(reset_mask))].append(CLOCK() - start)
+            def timed(method, resets, spent=spent):
+                def run(state, *args, **kwargs):
+                    mask = next(iter(args), None) if args else next(iter(kwargs.values()), None)
+                    start = CLOCK()
+                    method(state, *args, **kwargs)
+                    spent[0] += CLOCK() - start
+                    spent[1] = spent[1] or resets(mask)
 
-        manager.step = timed
-        envs.reset(seed=0)
-        envs.action_space.seed(0)
-        for _ in range(steps):
-            envs.step(envs.action_space.sample())
-        envs.close()
-        plain, reset = statistics.median(times[False]), statistics.median(times[True] or [0.0])
-        extra = (sum(times[True]) - len(times[True]) * plain) / steps
-        print(
-            f"| {b} | {len(times[True]) / steps:.0%} | {plain * 1e6:,.0f} | {reset * 1e6:,.0f} | "
-            f"{extra * 1e6:,.0f} |"
-        )
+                return run
+
+            manager.step = timed(manager.step, lambda m: bool(np.any(m)))
+            manager.reset = timed(manager.reset, lambda m: True)
+            envs.reset(seed=0)
+            envs.action_space.seed(0)
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for _ in range(steps):
+                spent[:] = [0.0, False]
+                envs.step(envs.action_space.sample())
+                times[spent[1]].append(spent[0])
+            envs.close()
+            plain, reset = statistics.median(times[False]), statistics.median(times[True] or [0.0])
+            extra = (sum(times[True]) - len(times[True]) * plain) / steps
+            share = len(times[True]) / steps
+            cells = [f"{b}", mode, f"{share:.0%}"] + [f"{x * 1e6:,.0f}" for x in (plain, reset, extra)]
+            print("| " + " | ".join(cells) + " |")
 
 
 def main() -> None:

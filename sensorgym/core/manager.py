@@ -95,18 +95,33 @@ class Rollback:
     call (allocated again only when the set of tensors changes)."""
 
     def __init__(self) -> None:
-        self.saved: list[torch.Tensor] = []
+        self.saved: list[Any] = []
+        self.arrays: list[np.ndarray] | None = None  # numpy views of the tensors saved (numpy executor)
 
-    def save(self, tensors: list[torch.Tensor]) -> None:
-        if len(self.saved) != len(tensors) or any(
-            a.shape != b.shape or a.dtype != b.dtype for a, b in zip(self.saved, tensors, strict=True)
+    def save(self, tensors: list[torch.Tensor], arrays: list[np.ndarray] | None = None) -> None:
+        """Copy ``tensors``; ``arrays`` (numpy views of them, on the numpy executor): copy those instead,
+        with numpy (a torch op per tensor costs several times more, inside an env loop)."""
+        self.arrays = arrays
+        sources = tensors if arrays is None else arrays
+        if len(self.saved) != len(sources) or any(
+            type(a) is not type(b) or a.shape != b.shape or a.dtype != b.dtype
+            for a, b in zip(self.saved, sources, strict=True)
         ):
-            self.saved = [torch.empty_like(t) for t in tensors]
-        for dst, src in zip(self.saved, tensors, strict=True):
-            dst.copy_(src)
+            empty = torch.empty_like if arrays is None else np.empty_like
+            self.saved = [empty(t) for t in sources]
+        for dst, src in zip(self.saved, sources, strict=True):
+            if arrays is None:
+                dst.copy_(src)
+            else:
+                np.copyto(dst, src)
 
-    def restore(self, tensors: list[torch.Tensor], keep_new: torch.Tensor) -> None:
-        """Put the saved values back into ``tensors`` except in the env rows ``keep_new``."""
+    def restore(self, tensors: list[torch.Tensor], keep_new: torch.Tensor, rows: Any = None) -> None:
+        """Put the saved values back into ``tensors`` except in the env rows ``keep_new``; on the numpy
+        route (arrays saved), ``rows`` selects the rows put back (a bool (B,) array or a slice)."""
+        if self.arrays is not None:
+            for cur, old in zip(self.arrays, self.saved, strict=True):
+                cur[rows] = old[rows]
+            return
         for cur, old in zip(tensors, self.saved, strict=True):
             rows = keep_new.view(-1, *([1] * (cur.dim() - 1)))
             torch.where(rows, cur, old, out=cur)
@@ -388,13 +403,19 @@ class SensorManager(ManagerPersistence):
         keep = None
         if not advancing or self._rollback_every_step:
             keep = [self.episode_steps]
+            # the numpy executor saves and restores through numpy views (None: some buffer has none)
+            arrays = None if self._numpy_steps is None else [self._numpy_steps[0]]
             for storage in self._stores.values():
-                keep += storage.row_state()
+                rows = storage.row_state()
                 if mask is not None and self._rollback_every_step:
                     # resampling writes only the reset rows; their old values matter only if the
                     # capture can fail half-way (nan_policy="raise") and must be undone
-                    keep += storage.parameter_tensors()
-            self.rollback.save(keep)
+                    rows += storage.parameter_tensors()
+                keep += rows
+                if arrays is not None:
+                    views = [storage.md.numpy_view(t) for t in rows]
+                    arrays = None if any(v is None for v in views) else arrays + views
+            self.rollback.save(keep, arrays)
             rng_state = self.random.get_state()  # a failed capture must not consume random numbers
         threads = self._step_threads
         previous = torch.get_num_threads() if threads else 0
@@ -405,7 +426,9 @@ class SensorManager(ManagerPersistence):
                 np.add(self._numpy_steps[0], self._numpy_steps[1], out=self._numpy_steps[0])
             elif advancing:
                 self.episode_steps.add_(self._one)  # a tensor: a Python int would allocate a 0-d tensor
-            if mask is not None:
+            if ctx.reset_index is not None:  # the numpy executor
+                self._numpy_steps[0][ctx.reset_index] = 0
+            elif mask is not None:
                 self.episode_steps.masked_fill_(mask, 0)
             for storage in self._stores.values():
                 if ctx is not STEP:  # STEP is what every md holds between captures
@@ -420,10 +443,10 @@ class SensorManager(ManagerPersistence):
             for storage in self._stores.values():
                 storage.capture(state, ctx)
             if not advancing:
-                self.rollback.restore(keep, mask)
+                self.rollback.restore(keep, mask, None if ctx.reset_index is None else ~mask.numpy())
         except BaseException:
             if keep is not None:
-                self.rollback.restore(keep, torch.zeros_like(self._all_rows))
+                self.rollback.restore(keep, torch.zeros_like(self._all_rows), slice(None))
                 self.random.set_state(rng_state)
                 for storage in self._stores.values():
                     storage.params.refresh_derived()
