@@ -47,6 +47,36 @@ def per_class(plan: ExtractionPlan, env: gym.Env) -> tuple[np.ndarray, tuple]:
     return ExtractionPlan.pack(values), ExtractionPlan.layout(values)
 
 
+@dataclass(frozen=True, kw_only=True)
+class _TotalTorqueOptions(sg.JointTorqueOptions):
+    pass
+
+
+class _TotalTorqueSensor(sg.JointTorqueSensor):
+    """Measures differently from its parent (actuator plus passive force): it must not inherit the
+    parent's terms."""
+
+    options_cls = _TotalTorqueOptions
+
+    @classmethod
+    def _measure(cls, model, data, o):
+        adr = o.addresses(model, "dof")
+        return data.qfrc_actuator[adr] + data.qfrc_passive[adr]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _EncoderDegreesOptions(sg.JointEncoderOptions):
+    pass
+
+
+class _EncoderDegreesSensor(sg.JointEncoderSensor):
+    options_cls = _EncoderDegreesOptions
+
+    @classmethod
+    def _extract_state(cls, env, options):
+        return {k: np.degrees(v) for k, v in super()._extract_state(env, options).items()}
+
+
 def test_fused_gather_equals_the_per_class_extraction_bit_for_bit():
     sensors = gatherable()
     env = ant(sensors)
@@ -84,8 +114,17 @@ def test_fused_gather_equals_the_per_class_extraction_bit_for_bit():
         {"own": sg.ContactOptions(body="torso", exclude_bodies=("torso",))},
         # a class without terms
         {"force": sg.ContactForceOptions(body="torso", max_force=50.0)},
+        # subclasses that measure differently from their parent must not inherit its terms
+        {"total": _TotalTorqueOptions(joints=list(ANT_JOINTS))},
+        {"degrees": _EncoderDegreesOptions(joints=["hip_1", "ankle_1"])},
     ],
-    ids=["imu-python-magnetometer", "switch-python-count", "class-without-terms"],
+    ids=[
+        "imu-python-magnetometer",
+        "switch-python-count",
+        "class-without-terms",
+        "subclass-overrides-_measure",
+        "subclass-overrides-_extract_state",
+    ],
 )
 def test_a_set_that_cannot_be_gathered_falls_back_to_the_classes(extra):
     sensors = {**ant_sensors(), **extra}
@@ -167,58 +206,6 @@ def test_fused_switch_counts_subtract_excluded_bodies_that_touch():
         parts = dict(zip([k for k, _ in layout], fused, strict=True))  # one value per switch
         excluded_mattered += parts[state_key(switches["body_minus_a_b"])] < parts[state_key(switches["body"])]
     assert excluded_mattered > 10
-
-
-@dataclass(frozen=True, kw_only=True)
-class _TotalTorqueOptions(sg.JointTorqueOptions):
-    pass
-
-
-class _TotalTorqueSensor(sg.JointTorqueSensor):
-    """Measures differently from its parent (actuator plus passive force): it must not inherit the
-    parent's terms."""
-
-    options_cls = _TotalTorqueOptions
-
-    @classmethod
-    def _measure(cls, model, data, o):
-        adr = o.addresses(model, "dof")
-        return data.qfrc_actuator[adr] + data.qfrc_passive[adr]
-
-
-@dataclass(frozen=True, kw_only=True)
-class _EncoderDegreesOptions(sg.JointEncoderOptions):
-    pass
-
-
-class _EncoderDegreesSensor(sg.JointEncoderSensor):
-    options_cls = _EncoderDegreesOptions
-
-    @classmethod
-    def _extract_state(cls, env, options):
-        return {k: np.degrees(v) for k, v in super()._extract_state(env, options).items()}
-
-
-@pytest.mark.parametrize(
-    "extra",
-    [
-        {"total": _TotalTorqueOptions(joints=list(ANT_JOINTS))},
-        {"degrees": _EncoderDegreesOptions(joints=["hip_1", "ankle_1"])},
-    ],
-    ids=["overrides-_measure", "overrides-_extract_state"],
-)
-def test_a_subclass_that_measures_differently_is_not_gathered_with_its_parents_terms(extra):
-    sensors = {**ant_sensors(), **extra}
-    env = ant(sensors)
-    plan = ExtractionPlan(sensors)
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    for _ in range(20):
-        env.step(env.action_space.sample())
-        fused, layout = plan.packed_with_layout(env)
-        ours, our_layout = per_class(plan, env)
-        assert layout == our_layout and fused.tobytes() == ours.tobytes()
-    assert plan._program == (env.unwrapped.model, None)
 
 
 def test_options_repeated_or_equal_are_measured_once_as_by_the_classes():
