@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .manager import env_mask
+from .rows import env_mask
 
 if TYPE_CHECKING:
     from .manager import SensorManager

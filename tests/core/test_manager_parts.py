@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 import sensorgym as sg
-from sensorgym.core.manager import Rollback, env_mask
+from sensorgym.core.rows import Rollback, env_mask
 
 
 def test_env_mask_from_bools_and_indices():
@@ -30,6 +31,24 @@ def test_rollback_restores_all_rows_but_the_kept_ones():
     b.fill_(0)
     rollback.restore([a, b], torch.tensor([False, True, False]))
     assert a.tolist() == [[0.0, 1.0], [-1.0, -1.0], [4.0, 5.0]] and b.tolist() == [1, 0, 3]
+
+
+def test_rollback_through_numpy_views_restores_the_same_rows():
+    """The numpy executor's route: saved and restored through numpy views of the same tensors."""
+    a, b = torch.arange(6.0).view(3, 2), torch.tensor([1, 2, 3])
+    rollback = Rollback()
+    rollback.save([a, b], [a.numpy(), b.numpy()])
+    a.fill_(-1.0)
+    b.fill_(0)
+    rollback.restore([a, b], torch.tensor([False, True, False]), rows=np.array([True, False, True]))
+    assert a.tolist() == [[0.0, 1.0], [-1.0, -1.0], [4.0, 5.0]] and b.tolist() == [1, 0, 3]
+    a.fill_(7.0)
+    rollback.restore([a, b], torch.zeros(3, dtype=torch.bool), rows=slice(None))  # a failed capture: all
+    assert a.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]] and b.tolist() == [1, 2, 3]
+    rollback.save([a, b])  # back on torch: its own copies
+    a.fill_(0.0)
+    rollback.restore([a, b], torch.tensor([True, True, False]))
+    assert a.tolist() == [[0.0, 0.0], [0.0, 0.0], [4.0, 5.0]]
 
 
 def test_episode_steps_count_from_each_envs_reset_and_drive_read_age():

@@ -1,0 +1,116 @@
+"""Which env rows a capture touches: masks from user input, and the copies that undo a capture for the rows
+it must not change (a partial reset, or a step that fails half-way).
+
+Example:
+    >>> import torch
+    >>> from sensorgym.core.rows import Rollback, env_mask
+    >>> x = torch.tensor([[1.0], [2.0], [3.0]])
+    >>> rollback = Rollback()
+    >>> rollback.save([x])
+    >>> x.fill_(0.0)  # a capture writes every row ...
+    tensor([[0.],
+            [0.],
+            [0.]])
+    >>> rollback.restore([x], keep_new=env_mask([1], 3, torch.device("cpu")))  # ... env 1 keeps it
+    >>> x.flatten().tolist()
+    [1.0, 0.0, 3.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["Rollback", "env_mask", "known_empty"]
+
+
+def known_empty(envs: Any) -> bool:
+    """True when ``envs`` (a mask or indices) selects no env and saying so costs no device sync.
+
+    Masks on the host are checked; a mask on an accelerator is passed on untouched, so the step stays
+    free of host-device synchronisation (the masked work then simply selects nothing).
+    """
+    if envs is None:
+        return True
+    if torch.is_tensor(envs):
+        if envs.device.type != "cpu":
+            return False
+        return not bool(envs.any()) if envs.dtype == torch.bool else envs.numel() == 0
+    arr = np.asarray(envs)
+    return not np.count_nonzero(arr) if arr.dtype == bool else arr.size == 0
+
+
+def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "envs_idx") -> torch.Tensor:
+    """``(B,)`` bool mask on ``device`` from a bool mask or env indices; a ``ValueError``/``TypeError``
+    naming ``what`` and the fix for anything else."""
+    b = num_envs
+    if torch.is_tensor(envs_idx):
+        t = envs_idx
+    else:
+        arr = np.asarray(envs_idx)
+        if arr.dtype == object or not (
+            arr.dtype == bool or np.issubdtype(arr.dtype, np.integer) or arr.size == 0
+        ):
+            raise TypeError(
+                f"{what}={envs_idx!r}: expected a bool mask of shape ({b},) or env indices. Fix: "
+                "pass e.g. np.array([True, False, ...]) or [0, 3]."
+            )
+        t = torch.from_numpy(arr.astype(np.int64) if arr.size == 0 else arr)
+    if t.dtype == torch.bool:
+        if t.shape != (b,):
+            raise ValueError(
+                f"{what}: bool mask has shape {tuple(t.shape)} but num_envs={b}. Fix: pass a mask "
+                f"of shape ({b},)."
+            )
+        return t if t.device == device else t.to(device)  # runs at every autoreset: no needless call
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        raise TypeError(f"{what}: env indices must be integers, got dtype {t.dtype}.")
+    t = t.reshape(-1).to(torch.long)
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= b):
+        raise ValueError(
+            f"{what}: env indices {t.tolist()} out of range for num_envs={b}. Fix: use indices in "
+            f"[0, {b - 1}]."
+        )
+    mask = torch.zeros(b, dtype=torch.bool, device=device)
+    mask[t.to(device)] = True
+    return mask
+
+
+class Rollback:
+    """Copies of the rows a capture writes, to undo it: for the envs a reset does not touch, or
+    everything when a step fails half-way (``nan_policy="raise"``). The copies are reused from call to
+    call (allocated again only when the set of tensors changes)."""
+
+    def __init__(self) -> None:
+        self.saved: list[Any] = []
+        self.arrays: list[np.ndarray] | None = None  # numpy views of the tensors saved (numpy executor)
+
+    def save(self, tensors: list[torch.Tensor], arrays: list[np.ndarray] | None = None) -> None:
+        """Copy ``tensors``; ``arrays`` (numpy views of them, on the numpy executor): copy those instead,
+        with numpy (a torch op per tensor costs several times more, inside an env loop)."""
+        self.arrays = arrays
+        sources = tensors if arrays is None else arrays
+        if len(self.saved) != len(sources) or any(
+            type(a) is not type(b) or a.shape != b.shape or a.dtype != b.dtype
+            for a, b in zip(self.saved, sources, strict=True)
+        ):
+            empty = torch.empty_like if arrays is None else np.empty_like
+            self.saved = [empty(t) for t in sources]
+        for dst, src in zip(self.saved, sources, strict=True):
+            if arrays is None:
+                dst.copy_(src)
+            else:
+                np.copyto(dst, src)
+
+    def restore(self, tensors: list[torch.Tensor], keep_new: torch.Tensor, rows: Any = None) -> None:
+        """Put the saved values back into ``tensors`` except in the env rows ``keep_new``; on the numpy
+        route (arrays saved), ``rows`` selects the rows put back (a bool (B,) array or a slice)."""
+        if self.arrays is not None:
+            for cur, old in zip(self.arrays, self.saved, strict=True):
+                cur[rows] = old[rows]
+            return
+        for cur, old in zip(tensors, self.saved, strict=True):
+            rows = keep_new.view(-1, *([1] * (cur.dim() - 1)))
+            torch.where(rows, cur, old, out=cur)
