@@ -354,10 +354,10 @@ class SensorManager(ManagerPersistence):
             for storage in self._stores.values():
                 storage.capture(state, ctx)
             if not advancing:
-                self.rollback.restore(keep, mask, None if ctx.reset_index is None else ~mask.numpy())
+                self.rollback.restore(keep, mask)
         except BaseException:
             if keep is not None:
-                self.rollback.restore(keep, torch.zeros_like(self._all_rows), slice(None))
+                self.rollback.restore(keep, torch.zeros_like(self._all_rows))
                 self.random.set_state(rng_state)
                 for storage in self._stores.values():
                     storage.params.refresh_derived()

@@ -104,10 +104,10 @@ class Rollback:
             else:
                 np.copyto(dst, src)
 
-    def restore(self, tensors: list[torch.Tensor], keep_new: torch.Tensor, rows: Any = None) -> None:
-        """Put the saved values back into ``tensors`` except in the env rows ``keep_new``; on the numpy
-        route (arrays saved), ``rows`` selects the rows put back (a bool (B,) array or a slice)."""
-        if self.arrays is not None:
+    def restore(self, tensors: list[torch.Tensor], keep_new: torch.Tensor) -> None:
+        """Put the saved values back into ``tensors`` except in the env rows ``keep_new``."""
+        if self.arrays is not None:  # saved through numpy views: put the rows back the same way
+            rows = ~keep_new.numpy()
             for cur, old in zip(self.arrays, self.saved, strict=True):
                 cur[rows] = old[rows]
             return
