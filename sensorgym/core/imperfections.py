@@ -75,25 +75,34 @@ def imperfection_kernel(
     bias: Any,
     resolution_step: Any,
     resolution_active: Any,
+    source: Any = None,
 ) -> None:
     """The one definition of the imperfections, on arrays of the executor ``xp``
     (:mod:`sensorgym.core.xp`): see :func:`hardware_imperfections` for the arguments."""
+    # `x` is what the next operation reads: the raw value in `source` until the first write into `data`
+    # (that write is the copy, so a folded copy costs no pass of its own), then `data` itself
+    x = data if source is None else source
     if walk is not None:
         xp.add(walk, xp.mul(walk_draw, walk_std, scratch), walk)
         if reset_rows is not None:
             xp.fill_where(walk, reset_rows[:, None], 0.0)
-        xp.add(data, walk, data)
+        xp.add(x, walk, data)
+        x = data
     if noise_draw is not None:
-        xp.add(data, xp.mul(noise_draw, noise_std, scratch), data)
+        xp.add(x, xp.mul(noise_draw, noise_std, scratch), data)
+        x = data
     if bias is not None:
-        xp.add(data, bias, data)
-    if resolution_step is not None:
-        if resolution_active is None:
-            xp.div(data, resolution_step, data)
-            xp.round(data, data)
-            xp.mul(data, resolution_step, data)
-        else:
-            _quantize(xp, data, resolution_step, resolution_active, scratch)
+        xp.add(x, bias, data)
+        x = data
+    if resolution_step is not None and resolution_active is None:
+        xp.div(x, resolution_step, data)
+        xp.round(data, data)
+        xp.mul(data, resolution_step, data)
+        x = data
+    if x is not data:  # nothing wrote yet: partial quantization keeps the raw value where it is off
+        xp.copy(data, x)
+    if resolution_active is not None:
+        _quantize(xp, data, resolution_step, resolution_active, scratch)
 
 
 def hardware_imperfections(
@@ -108,16 +117,19 @@ def hardware_imperfections(
     bias: torch.Tensor | None,
     resolution_step: torch.Tensor | None,
     resolution_active: torch.Tensor | None,
+    source: torch.Tensor | None = None,
 ) -> None:
     """Random walk, noise, bias, resolution on ``data`` ``(B, cols)`` in place (None: absent), on torch
     tensors (:func:`imperfection_kernel` with the torch executor; what ``torch.compile`` wraps).
 
     ``walk`` is the random-walk accumulator (advanced, and zeroed in ``reset_rows`` so a reset snapshot
-    shows no drift); ``resolution_active`` None means every component is quantized.
+    shows no drift); ``resolution_active`` None means every component is quantized. With ``source``, the
+    value to corrupt is read from ``source`` and written to ``data`` (the copy folded into the first
+    operation; the same numbers as ``data.copy_(source)`` followed by the in-place call).
     """
     imperfection_kernel(
         TORCH, data, scratch, walk, walk_draw, walk_std, reset_rows, noise_draw, noise_std, bias,
-        resolution_step, resolution_active,
+        resolution_step, resolution_active, source,
     )  # fmt: skip
 
 
@@ -167,11 +179,24 @@ class HardwareImperfections:
             self.scratch = torch.zeros_like(params.noise)
         self.noise_draw: torch.Tensor | None = None
         self.random_walk_draw: torch.Tensor | None = None
+        #: the GT slot the default hooks leave this step's raw value in, when the copy into the working
+        #: buffer is folded into the kernel's first write (set by the class's storage; None: no fold)
+        self.raw_source: torch.Tensor | None = None
+        self._raw_source_view: Any = None
         self.plan()
 
     def __getstate__(self) -> dict:
         # numpy views (bound arguments, the last data buffer's view) would not share a copy's memory
-        return {**self.__dict__, "_data": (None, None), "numpy_walk_args": None, "numpy_other_args": None}
+        return {
+            **self.__dict__, "_data": (None, None), "numpy_walk_args": None, "numpy_other_args": None,
+            "_raw_source_view": None,
+        }  # fmt: skip
+
+    def fold_raw_copy(self, source: torch.Tensor | None) -> None:
+        """Read the raw value from ``source`` (the class's GT slot) in :func:`apply_default_hardware_imperfections`
+        instead of a copy in the working buffer: the hook then skips that copy (one pass less per step)."""
+        self.raw_source = source
+        self._raw_source_view = None if source is None or self.executor != "numpy" else numpy_view(source)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -217,21 +242,30 @@ class HardwareImperfections:
         if self.executor == "numpy":  # the same arguments, as numpy views of the same memory
             self.numpy_walk_args = tuple(numpy_view(a) for a in self.walk_args)
             self.numpy_other_args = tuple(numpy_view(a) for a in self.other_args)
+            if self.raw_source is not None and self._raw_source_view is None:  # after a copy
+                self._raw_source_view = numpy_view(self.raw_source)
 
-    def __call__(self, data: torch.Tensor, reset_mask: torch.Tensor | None) -> None:
-        """Apply them to ``data`` ``(B, cols)`` in place (``reset_mask``: the envs this capture resets)."""
+    def __call__(
+        self, data: torch.Tensor, reset_mask: torch.Tensor | None, source: torch.Tensor | None = None
+    ) -> None:
+        """Apply them to ``data`` ``(B, cols)`` in place (``reset_mask``: the envs this capture resets);
+        with ``source`` (only ever :attr:`raw_source`), ``data`` is first set from ``source``."""
         if self.executor == "numpy":
             last, view = self._data
             if data is not last:  # the hook passes the same working buffer every step
                 view = numpy_view(data)
                 self._data = (data, view)
             rows = numpy_view(reset_mask) if self.has_walk else None
-            imperfection_kernel(NUMPY, view, *self.numpy_walk_args, rows, *self.numpy_other_args)
+            src = None if source is None else self._raw_source_view if source is self.raw_source else numpy_view(source)
+            imperfection_kernel(NUMPY, view, *self.numpy_walk_args, rows, *self.numpy_other_args, src)
         else:
-            self.kernel(data, *self.walk_args, reset_mask if self.has_walk else None, *self.other_args)
+            rows = reset_mask if self.has_walk else None
+            self.kernel(data, *self.walk_args, rows, *self.other_args, source)
 
 
 def apply_default_hardware_imperfections(md: SensorMetadata, data: torch.Tensor) -> None:
     """Random walk, noise, bias and resolution on ``data`` ``(B, icols)`` in place (what
-    ``SimpleSensor._apply_hardware_imperfections`` does by default)."""
-    md.imperfections(data, md.context.reset_mask)
+    ``SimpleSensor._apply_hardware_imperfections`` does by default). When the default hooks folded the
+    copy of the raw value into this call, ``data`` is written from the GT slot (the same numbers)."""
+    imperfections = md.imperfections
+    imperfections(data, md.context.reset_mask, imperfections.raw_source)

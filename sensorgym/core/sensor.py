@@ -105,6 +105,24 @@ def reads_timeline(cls: type) -> bool:
     return any(_overrides(cls, name, SimpleSensor) for name in hooks)
 
 
+def folds_raw_copy(cls: type) -> bool:
+    """Whether every hook of ``cls`` between the raw write and the imperfections is
+    :class:`SimpleSensor`'s own, so that the copy of the raw value into the working buffer can be the
+    imperfection kernel's first write instead of a pass of its own (the same numbers, one pass less)."""
+    hooks = (
+        "_update_shared_cache",
+        "_update_current_timestep_data",
+        "_apply_physics_imperfections",
+        "_apply_transform",
+        "_apply_hardware_imperfections",
+    )
+    return (
+        issubclass(cls, SimpleSensor)
+        and cls.uses_ring_pipeline
+        and not any(_overrides(cls, name, SimpleSensor) for name in hooks)
+    )
+
+
 class Sensor(ABC):
     """Minimal sensor contract: shapes, dtypes, one batched update per class, optional projection.
 
@@ -397,6 +415,8 @@ class SimpleSensor(Sensor):
         """Raw value into GT slot 0, copied to measured slot 0, then physics imperfections (measured)."""
         gt = gt_timeline.at(0)
         cls._update_raw_data(state, md, gt)
+        if md.imperfections.raw_source is not None:
+            return  # the default hooks run unchanged: the imperfections' first write is the copy
         measured = measured_timeline.at(0)
         if md.executor == "numpy":
             np.copyto(measured_timeline.numpy_at(0), gt_timeline.numpy_at(0))

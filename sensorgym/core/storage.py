@@ -45,7 +45,7 @@ from .options import SimpleSensorOptions
 from .parameters import ParameterTable
 from .ring import Clock, Ring
 from .sampler import Sampler, needs_sampler
-from .sensor import _overrides, reads_timeline
+from .sensor import _overrides, folds_raw_copy, reads_timeline
 from .stages import (
     CopyToReturnCache,
     NanPolicy,
@@ -172,6 +172,8 @@ class ClassStorage:
             sensor_cls, sensors, b, dt, device, random, self.params,
             HardwareImperfections(self.params, compiled, self.executor), raw_step, raw_reset,
         )  # fmt: skip
+        if folds_raw_copy(sensor_cls) and not raw_reset:  # no stage may look at the working buffer first
+            self.md.imperfections.fold_raw_copy(self.gt_intermediate)
 
         post_processed = _overrides(sensor_cls, "_post_process")
         same_space = return_dtype == group.dtype and return_cols == _cols(columns)
