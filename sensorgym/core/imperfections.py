@@ -172,6 +172,7 @@ class HardwareImperfections:
         #: ``"torch"`` or ``"numpy"``: the executor of the kernel (decided by the manager at build)
         self.executor = "torch" if compiled else executor
         self._data: tuple[Any, Any] = (None, None)  # the last data tensor and its numpy view
+        self._source: tuple[Any, Any] = (None, None)  # the last source tensor and its numpy view
         self.random_walk_state: torch.Tensor | None = None
         self.scratch: torch.Tensor | None = None
         if params.has_component_params:
@@ -182,21 +183,20 @@ class HardwareImperfections:
         #: the GT slot the default hooks leave this step's raw value in, when the copy into the working
         #: buffer is folded into the kernel's first write (set by the class's storage; None: no fold)
         self.raw_source: torch.Tensor | None = None
-        self._raw_source_view: Any = None
         self.plan()
 
     def __getstate__(self) -> dict:
         # numpy views (bound arguments, the last data buffer's view) would not share a copy's memory
         return {
-            **self.__dict__, "_data": (None, None), "numpy_walk_args": None, "numpy_other_args": None,
-            "_raw_source_view": None,
+            **self.__dict__, "_data": (None, None), "_source": (None, None), "numpy_walk_args": None,
+            "numpy_other_args": None,
         }  # fmt: skip
 
     def fold_raw_copy(self, source: torch.Tensor | None) -> None:
-        """Read the raw value from ``source`` (the class's GT slot) in :func:`apply_default_hardware_imperfections`
-        instead of a copy in the working buffer: the hook then skips that copy (one pass less per step)."""
+        """Read the raw value from ``source`` (the class's GT slot) in
+        :func:`apply_default_hardware_imperfections` instead of a copy in the working buffer: the hook then
+        skips that copy (one pass less per step)."""
         self.raw_source = source
-        self._raw_source_view = None if source is None or self.executor != "numpy" else numpy_view(source)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -242,8 +242,6 @@ class HardwareImperfections:
         if self.executor == "numpy":  # the same arguments, as numpy views of the same memory
             self.numpy_walk_args = tuple(numpy_view(a) for a in self.walk_args)
             self.numpy_other_args = tuple(numpy_view(a) for a in self.other_args)
-            if self.raw_source is not None and self._raw_source_view is None:  # after a copy
-                self._raw_source_view = numpy_view(self.raw_source)
 
     def __call__(
         self, data: torch.Tensor, reset_mask: torch.Tensor | None, source: torch.Tensor | None = None
@@ -256,7 +254,12 @@ class HardwareImperfections:
                 view = numpy_view(data)
                 self._data = (data, view)
             rows = numpy_view(reset_mask) if self.has_walk else None
-            src = None if source is None else self._raw_source_view if source is self.raw_source else numpy_view(source)
+            src = None
+            if source is not None:
+                last, src = self._source
+                if source is not last:
+                    src = numpy_view(source)
+                    self._source = (source, src)
             imperfection_kernel(NUMPY, view, *self.numpy_walk_args, rows, *self.numpy_other_args, src)
         else:
             rows = reset_mask if self.has_walk else None

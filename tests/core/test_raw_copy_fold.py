@@ -57,7 +57,9 @@ COMBOS = {
     "resolution": dict(resolution=0.25),
     "partial resolution": dict(resolution=[0.25, 0.0, 0.5]),
     "partial resolution + noise": dict(resolution=[0.0, 0.25, 0.0], noise=0.1),
-    "all": dict(random_walk=0.05, noise=sg.LogUniform(0.01, 0.2), bias=sg.Uniform(-0.5, 0.5), resolution=0.125),
+    "all": dict(
+        random_walk=0.05, noise=sg.LogUniform(0.01, 0.2), bias=sg.Uniform(-0.5, 0.5), resolution=0.125
+    ),
     "all + delay, jitter, history": dict(
         random_walk=0.05, noise=0.1, bias=0.3, resolution=0.125, delay=0.2, jitter=0.1, history_length=3
     ),
