@@ -10,6 +10,8 @@ and a contact-force sensor with saturation and deadband.
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -125,3 +127,68 @@ def test_catalog_sensors_on_ant_give_identical_bits_on_both_executors():
     reads = snapshot(managers["numpy"])
     leg = [k for k in reads if k.startswith("leg_imu.read.")]
     assert len(leg) == 3 and all(np.abs(reads[k]).max() > 1e-3 for k in leg) and force.shape == (NUM_ENVS, 3)
+
+
+# -- the folded raw copy on the catalog (see tests/core/test_raw_copy_fold.py) ----------------------------
+def _unfolded(sensor_cls: type) -> tuple[type, type]:
+    """(options class, sensor class): ``sensor_cls`` with its hardware-imperfection hook overridden by a
+    plain ``super()`` call, which the manager must not fold (the copy then runs as a pass of its own)."""
+    options_cls = dataclasses.make_dataclass(
+        f"Unfolded{sensor_cls.options_cls.__name__}", [], bases=(sensor_cls.options_cls,), frozen=True,
+        kw_only=True,
+    )  # fmt: skip
+
+    def hook(cls, md, data):
+        super(sub, cls)._apply_hardware_imperfections(md, data)
+
+    sub = type(
+        f"Unfolded{sensor_cls.__name__}", (sensor_cls,),
+        {"options_cls": options_cls, "_apply_hardware_imperfections": classmethod(hook)},
+    )  # fmt: skip
+    return options_cls, sub
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("executor", ["torch", "numpy"])
+def test_catalog_sensors_fold_the_raw_copy_with_the_same_bits(executor):
+    options = sensors()
+    options["hips"] = sg.JointEncoderOptions(joints=["hip_1", "hip_3"], bias=0.01, random_walk=0.001)
+    replaced = {
+        cls: _unfolded(cls) for cls in (sg.ContactSensor, sg.ContactForceSensor, sg.JointEncoderSensor)
+    }
+    twins = {}
+    for name, o in options.items():
+        for base, (opts_cls, _) in replaced.items():
+            if type(o) is base.options_cls:
+                o = opts_cls(**{f.name: getattr(o, f.name) for f in dataclasses.fields(o)})
+        twins[name] = o
+    envs = [gym.make("Ant-v5") for _ in range(NUM_ENVS)]
+    for i, env in enumerate(envs):
+        env.reset(seed=i)
+    managers = []
+    for opts in (options, twins):
+        mgr = sg.SensorManager(NUM_ENVS, dt=envs[0].unwrapped.dt, seed=7, executor=executor)
+        for name, o in opts.items():
+            mgr.add_sensor(o, name=name)
+        managers.append(mgr)
+    specs = (options, twins)  # the state keys name the class: each manager gets its own extraction
+    for mgr, opts in zip(managers, specs, strict=True):
+        mgr.reset(batched(envs, opts))
+    for base, (_, sub) in replaced.items():
+        assert managers[0].metadata(base).imperfections.raw_source is not None
+        assert managers[1].metadata(sub).imperfections.raw_source is None
+    assert managers[1].metadata(sg.IMUSensor).imperfections.raw_source is None  # its hooks are its own
+    rng = np.random.default_rng(1)
+    for t in range(80):
+        done = np.zeros(NUM_ENVS, bool)
+        for i, env in enumerate(envs):
+            _, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, env.action_space.shape))
+            if terminated or truncated or (i == 0 and t % 30 == 29):
+                env.reset(seed=200 + t)
+                done[i] = True
+        for mgr, opts in zip(managers, specs, strict=True):
+            mgr.step(batched(envs, opts), reset_mask=done)
+        a, b = (snapshot(m) for m in managers)
+        assert a.keys() == b.keys()
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=f"step {t}: {key}")
