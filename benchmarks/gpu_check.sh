@@ -16,7 +16,7 @@ PY
 # every test that exercises CUDA (they skip on CPU-only machines, so -rs shows whether they really ran)
 timeout 300 python -m pytest -q -rs -k "cuda or device or capture" \
     tests/core/test_manager.py tests/core/test_accel.py tests/wrappers/test_torch_env.py \
-    tests/envs/test_batched_pendulum.py tests/wrappers/test_device_mask.py 2>&1 | tee "$out/gpu_tests.txt"
+    tests/envs/test_batched_pendulum.py tests/wrappers/test_device_mask.py tests/core/test_raw_copy_fold.py 2>&1 | tee "$out/gpu_tests.txt"
 tests_rc=${PIPESTATUS[0]}
 # the suite on CUDA (eager, captured CUDA graph, the Isaac-Lab-style baseline, the copy roofline)
 timeout 420 python benchmarks/run_all.py --devices cuda --sizes 16 1024 16384 --min-time 0.3 --out "$out" \

@@ -164,3 +164,51 @@ def test_a_copied_manager_folds_into_its_own_buffers():
         mgr.step(state)
         twin.step(state)
         np.testing.assert_array_equal(np.asarray(s.read()), np.asarray(twin_s.read()))
+
+
+def _drive(pairs, device: str, steps: int, captured=None) -> None:
+    """Step every (manager, sensor) pair on the same states (autoresets on some steps); their reads must
+    be equal after each step. ``captured``: a captured step that drives the first manager instead."""
+    g = torch.Generator().manual_seed(4)
+    for t in range(steps):
+        state = {"x": (torch.randn(B, WIDTH, generator=g) * 3).to(device)}
+        mask = (torch.rand(B, generator=g) < 0.2).to(device)
+        for i, (mgr, _) in enumerate(pairs):
+            if i == 0 and captured is not None:
+                captured(state, reset_mask=mask)
+            else:
+                mgr.step(state, reset_mask=mask)
+        reads = [_reads(s, 3) for _, s in pairs] if device == "cpu" else [
+            [r.cpu() for r in (s.read(), s.read_ground_truth(), s.read(history_length=3))] for _, s in pairs
+        ]  # fmt: skip
+        for other in reads[1:]:
+            for a, b in zip(reads[0], other, strict=True):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=f"step {t}")
+
+
+def test_the_compiled_kernel_folds_with_the_same_bits():
+    options = COMBOS["all + delay, jitter, history"]
+    pairs = []
+    for opts_cls, compile in ((sg.StateSensorOptions, True), (UnfoldedOptions, False)):
+        mgr = sg.SensorManager(num_envs=B, dt=DT, seed=3, compile=compile)
+        pairs.append((mgr, mgr.add_sensor(opts_cls(key="x", shape=(WIDTH,), **options), name="s")))
+    state = {"x": torch.zeros(B, WIDTH)}
+    for mgr, _ in pairs:
+        mgr.reset(state)
+    assert _storage(pairs[0][0]).md.imperfections.raw_source is not None
+    _drive(pairs, "cpu", 25)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_folded_copy_on_cuda_eager_and_captured():
+    options = COMBOS["all + delay, jitter, history"]
+    built = []
+    for opts_cls in (sg.StateSensorOptions, sg.StateSensorOptions, UnfoldedOptions):
+        mgr = sg.SensorManager(num_envs=B, dt=DT, seed=3, device="cuda")
+        built.append((mgr, mgr.add_sensor(opts_cls(key="x", shape=(WIDTH,), **options), name="s")))
+    state = {"x": torch.zeros(B, WIDTH, device="cuda")}
+    for mgr, _ in built:
+        mgr.reset(state)
+    captured = built[0][0].capture_cuda_graph(state)
+    _drive(built, "cuda", 40, captured=captured)
