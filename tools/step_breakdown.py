@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 import sensorgym as sg
+from sensorgym.core.imperfections import apply_default_hardware_imperfections
 from sensorgym.core.metadata import STEP
 from sensorgym.wrappers import SensorObservation, common
 from sensorgym.wrappers.state_mapping import build_state
@@ -108,7 +109,10 @@ def main() -> None:
             "        _update_raw_data",
             best_us(lambda: cls._update_raw_data(state, md, storage.timeline.at(0))),
         ),
-        ("        hardware imperfections", best_us(lambda: md.imperfections(storage.working, None))),
+        (
+            "        hardware imperfections",  # what the default hook runs (with the folded raw copy)
+            best_us(lambda: apply_default_hardware_imperfections(md, storage.working)),
+        ),
     ]
     for stage, name in zip(storage.step_stages, storage.stage_names(), strict=True):
         rows.append((f"      stage {name}", best_us(lambda stage=stage: stage(STEP))))

@@ -215,8 +215,9 @@ class HardwareImperfections:
     def plan(self) -> None:
         """Bind the kernel's arguments: an absent imperfection is None (skipped)."""
         p = self.params
-        if not p.has_component_params:  # nothing to apply
+        if not p.has_component_params:  # nothing to apply (e.g. an integer intermediate dtype)
             self.has_walk, self.walk_args, self.other_args = False, (None,) * 4, (None,) * 5
+            self.numpy_walk_args, self.numpy_other_args = self.walk_args, self.other_args
             return
         walk = p.has_random_walk and self.random_walk_draw is not None
         noise = p.has_noise and self.noise_draw is not None

@@ -108,7 +108,9 @@ def reads_timeline(cls: type) -> bool:
 def folds_raw_copy(cls: type) -> bool:
     """Whether every hook of ``cls`` between the raw write and the imperfections is
     :class:`SimpleSensor`'s own, so that the copy of the raw value into the working buffer can be the
-    imperfection kernel's first write instead of a pass of its own (the same numbers, one pass less)."""
+    imperfection kernel's first write instead of a pass of its own (the same numbers, one pass less).
+    Decided when the manager builds, like :func:`reads_timeline`: a hook patched onto the class after
+    that is not seen (subclass instead)."""
     hooks = (
         "_update_shared_cache",
         "_update_current_timestep_data",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -229,6 +230,38 @@ def test_uint8_post_process_with_delay_keeps_dtype_and_holds():
         expect = [min(t - 2, 255) if t - 2 >= 250 else 0, 255 if t - 2 >= 250 else 0]
         assert r[:, 0].tolist() == expect
         assert s.read_ground_truth()[:, 0].tolist() == [min(t, 255), 255]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TickOptions(sg.SensorOptions):  # time options only: an integer intermediate has no noise etc.
+    key: str = "x"
+
+
+class TickSensor(sg.SimpleSensor):
+    """An integer intermediate and cache (a tick counter): nothing for the imperfection kernel to apply."""
+
+    options_cls = TickOptions
+    intermediate_dtype = torch.int32
+    cache_dtype = torch.int32
+    return_format = (1,)
+
+    @classmethod
+    def _update_raw_data(cls, state, md, raw):
+        for s in md.sensors:
+            raw[:, s.cache_slice] = torch.as_tensor(state[s.options.key]).to(torch.int32)
+
+
+@pytest.mark.parametrize("executor", ["torch", "numpy"])
+def test_integer_intermediate_with_delay_and_history_on_both_executors(executor):
+    # the numpy executor (the default for small CPU batches) once failed here: its kernel had no
+    # arguments bound for a class without noise, bias, random walk or resolution
+    options = TickOptions(delay=DT, history_length=2)
+    for t, s in run(options, 6, start=10, executor=executor):
+        assert s.read().dtype == torch.int32
+        expect = [[max(t - 1, 10) + e, max(t - 2, 10) + e] for e in ENV.astype(int)]
+        assert as_np(s.read())[:, :, 0].tolist() == expect
+        assert as_np(s.read_ground_truth(history_length=0))[:, 0].tolist() == (t + ENV).astype(int).tolist()
+        assert s._manager.executor_used == executor
 
 
 def test_bool_post_process_threshold_with_delay():
