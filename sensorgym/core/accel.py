@@ -5,6 +5,8 @@
 class (random walk, noise, bias, resolution: up to eight elementwise passes over ``(B, cols)``) become
 one fused kernel: :func:`sensorgym.core.imperfections.hardware_imperfections`, the one kernel the eager step
 runs too, wrapped by ``torch.compile`` at build. The numbers are the same as the eager step, bit for bit.
+A class whose intermediate dtype is float16 or bfloat16 keeps the eager kernel: inductor computes those
+in float32 and rounds once, where the eager operations round after each step.
 
 **CUDA graphs** (:meth:`SensorManager.capture_cuda_graph`): the step has no host-device sync and no
 data-dependent Python branch, but it does index rings by the host clock (``t % depth``). One graph per

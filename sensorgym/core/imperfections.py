@@ -168,7 +168,10 @@ class HardwareImperfections:
 
     def __init__(self, params: ParameterTable, compiled: bool, executor: str = "torch") -> None:
         self.params, self.compiled = params, compiled
-        self.kernel = _compiled_kernel() if compiled else hardware_imperfections
+        # inductor computes float16/bfloat16 elementwise work in float32 and rounds once at the end, where
+        # the eager kernel rounds after every operation: those dtypes keep the eager kernel (same bits)
+        exact = not params.has_component_params or params.noise.dtype in (torch.float32, torch.float64)
+        self.kernel = _compiled_kernel() if compiled and exact else hardware_imperfections
         #: ``"torch"`` or ``"numpy"``: the executor of the kernel (decided by the manager at build)
         self.executor = "torch" if compiled else executor
         self._data: tuple[Any, Any] = (None, None)  # the last data tensor and its numpy view

@@ -3,6 +3,8 @@ kernel (CPU here; any device) and CUDA-graph capture of the whole step (needs CU
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 import torch
 
@@ -69,6 +71,49 @@ def test_compiled_kernel_equals_eager_bit_for_bit():
         for a, b in zip(_readings(eager), _readings(fused), strict=True):
             assert torch.equal(a, b), f"step {i}"
     assert torch.equal(eager.state_dict()["generator"], fused.state_dict()["generator"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class _HalfOptions(sg.SimpleSensorOptions):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class _BFloatOptions(sg.SimpleSensorOptions):
+    pass
+
+
+class _HalfSensor(sg.SimpleSensor):
+    """A reduced-precision intermediate: compiled code would compute it in float32 (other bits)."""
+
+    options_cls = _HalfOptions
+    intermediate_dtype = cache_dtype = torch.float16
+    return_format = (3,)
+
+    @classmethod
+    def _update_raw_data(cls, state, md, raw):
+        raw.copy_(state["x"])
+
+
+class _BFloatSensor(_HalfSensor):
+    options_cls = _BFloatOptions
+    intermediate_dtype = cache_dtype = torch.bfloat16
+
+
+@pytest.mark.parametrize(
+    ("options_cls", "dtype"), [(_HalfOptions, torch.float16), (_BFloatOptions, torch.bfloat16)]
+)
+def test_compile_keeps_reduced_precision_classes_bit_exact(options_cls, dtype):
+    reads = []
+    for compile in (False, True):
+        mgr = sg.SensorManager(num_envs=64, dt=0.1, seed=0, compile=compile, executor="torch")
+        s = mgr.add_sensor(options_cls(noise=0.1, bias=0.3, random_walk=0.05, resolution=0.01))
+        g = torch.Generator().manual_seed(0)
+        mgr.reset({"x": torch.randn(64, 3, generator=g).to(dtype)})
+        for _ in range(4):
+            mgr.step({"x": torch.randn(64, 3, generator=g).to(dtype)})
+        reads.append(s.read().clone())
+    assert reads[0].dtype == dtype and torch.equal(reads[0], reads[1])
 
 
 def test_capture_needs_cuda():
