@@ -217,12 +217,12 @@ def read_delayed(xp: Any, a: _Arrays, has_jitter: bool, phase: int, reset_mask: 
     # slot of the snapshot `shift` steps back: a lookup in the precomputed (t - s) % R table
     table = a.slot_of_shift[phase]
     if a.equal_widths:
-        xp.take(table, a.prev_shift_flat, a.slot_index_flat)
+        xp.take_in_range(table, a.prev_shift_flat, a.slot_index_flat)
         xp.add(a.slot_index, a.row_base, a.slot_index)
-        xp.take(a.source, a.slot_index_flat, a.target)
+        xp.take_in_range(a.source, a.slot_index_flat, a.target)
     else:
-        xp.take(a.prev_shift, a.column_sensor, a.column_shift, axis=1)
-        xp.take(table, a.column_shift_flat, a.slot_index_flat)
+        xp.take_in_range(a.prev_shift, a.column_sensor, a.column_shift, axis=1)
+        xp.take_in_range(table, a.column_shift_flat, a.slot_index_flat)
         xp.gather0(a.source, a.gather_index, a.target)
 
 

@@ -332,6 +332,11 @@ class SensorManager(ManagerPersistence):
         previous = torch.get_num_threads() if threads else 0
         if previous != threads:
             torch.set_num_threads(threads)
+        # sensors measure: nothing they write is differentiable, and a state that requires grad (a
+        # differentiable simulator's) must not make the in-place writes into the buffers fail
+        grad = torch.is_grad_enabled()
+        if grad:
+            torch._C._set_grad_enabled(False)
         try:
             if advancing and self._numpy_steps is not None:  # the numpy executor: the same add, no dispatch
                 np.add(self._numpy_steps[0], self._numpy_steps[1], out=self._numpy_steps[0])
@@ -372,6 +377,8 @@ class SensorManager(ManagerPersistence):
             if ctx is not STEP:
                 for storage in self._stores.values():
                     storage.md.context = STEP
+            if grad:
+                torch._C._set_grad_enabled(True)
             if previous != threads:
                 torch.set_num_threads(previous)
 

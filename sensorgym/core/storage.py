@@ -56,7 +56,7 @@ from .stages import (
     SampleAndHold,
     WriteHistory,
 )
-from .xp import numpy_can_view
+from .xp import numpy_executes
 
 __all__ = ["ClassStorage", "DtypeGroup"]
 
@@ -146,8 +146,8 @@ class ClassStorage:
     ) -> None:
         #: ``"torch"`` or ``"numpy"``: how the planned stages and the imperfection kernel run (the
         #: manager's choice at build; numpy views of the same buffers, see :mod:`sensorgym.core.xp`). A class
-        #: whose buffers numpy cannot view (e.g. bfloat16) keeps the torch executor.
-        self.executor = executor if numpy_can_view(group.dtype, return_dtype) else "torch"
+        #: whose buffers numpy cannot view (bfloat16) or promotes differently (float16) keeps torch.
+        self.executor = executor if numpy_executes(group.dtype, return_dtype) else "torch"
         b, device = group.inter.shape[0], group.inter.device
         self.cls, self.sensors, self.group, self.columns = sensor_cls, sensors, group, columns
         self.return_dtype, self.return_cols = return_dtype, return_cols

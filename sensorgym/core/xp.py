@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
     "TORCH",
     "choose_executor",
     "numpy_can_view",
+    "numpy_executes",
     "numpy_view",
 ]
 
@@ -69,10 +71,16 @@ class TORCH:
 
     @staticmethod
     def minimum(a: Any, b: Any, out: Any) -> Any:
+        """``out = min(a, b)``, NaN propagating; ``b`` may be a Python number (as on numpy)."""
+        if not isinstance(b, torch.Tensor):
+            return torch.clamp(a, max=b, out=out)
         return torch.minimum(a, b, out=out)
 
     @staticmethod
-    def round(a: Any, out: Any) -> Any:  # half to even
+    def round(a: Any, out: Any) -> Any:
+        """Half to even; an ``out`` of another dtype receives the rounded value cast (as on numpy)."""
+        if out.dtype != a.dtype:
+            return out.copy_(torch.round(a))  # allocates: only hooks mixing dtypes take this branch
         return torch.round(a, out=out)
 
     @staticmethod
@@ -118,13 +126,21 @@ class TORCH:
 
     @staticmethod
     def select_into(out: Any, mask: Any, a: Any) -> Any:
-        """``out = where(mask, a, out)``."""
+        """``out = where(mask, a, out)``; ``a`` may be a Python number or of another dtype (cast to
+        ``out``'s, as on numpy)."""
+        if not isinstance(a, torch.Tensor):
+            return out.masked_fill_(mask, a)
+        if a.dtype != out.dtype:
+            a = a.to(out.dtype)  # allocates: only hooks mixing dtypes take this branch
         return torch.where(mask, a, out, out=out)
 
     @staticmethod
     def take(src: Any, index: Any, out: Any, axis: int = 0) -> Any:
-        """``out = src.take(index, axis)`` (``index`` 1-d)."""
+        """``out = src.take(index, axis)`` (``index`` 1-d, each in ``[0, src.shape[axis])``: an index out
+        of range raises an ``IndexError`` on both executors)."""
         return torch.index_select(src, axis, index, out=out)
+
+    take_in_range = take  # the pipeline's own gathers (indices in range by construction)
 
     @staticmethod
     def gather0(src: Any, index: Any, out: Any) -> Any:
@@ -140,7 +156,17 @@ class NUMPY:
     add = np.add
     mul = np.multiply
     div = np.divide
-    round = np.rint  # half to even, like torch.round
+
+    @staticmethod
+    def round(a: Any, out: Any) -> Any:
+        try:
+            return np.rint(a, out)  # half to even, like torch.round
+        except TypeError:  # an integer array (rint has no integer loop): rounding it changes nothing
+            if a.dtype.kind not in "iub":
+                raise
+            np.copyto(out, a, casting="same_kind")
+            return out
+
     floor = np.floor
     ceil = np.ceil
     logical_and = np.logical_and
@@ -163,6 +189,9 @@ class NUMPY:
 
     @staticmethod
     def fill_where(dst: Any, mask: Any, value: float) -> Any:
+        if dst.dtype.kind in "iub" and isinstance(value, float) and not math.isfinite(value):
+            # torch refuses too (an unsafe numpy cast would write INT_MIN)
+            raise ValueError(f"fill_where: cannot write {value} into an array of dtype {dst.dtype}")
         np.copyto(dst, value, casting="unsafe", where=mask)
         return dst
 
@@ -173,7 +202,15 @@ class NUMPY:
 
     @staticmethod
     def take(src: Any, index: Any, out: Any, axis: int = 0) -> Any:
-        # indices are in range by construction; "clip" writes straight into `out` ("raise" buffers)
+        n = src.shape[axis]
+        if index.size and (index.min() < 0 or index.max() >= n):  # torch raises; "clip" would not
+            raise IndexError(f"take: index out of range for an axis of size {n}: {index.tolist()}")
+        return src.take(index, axis, out, "clip")
+
+    @staticmethod
+    def take_in_range(src: Any, index: Any, out: Any, axis: int = 0) -> Any:
+        """:meth:`take` without the bounds check, for the pipeline's own gathers (in range by construction);
+        "clip" writes straight into ``out`` ("raise" buffers)."""
         return src.take(index, axis, out, "clip")
 
     @staticmethod
@@ -194,6 +231,13 @@ def numpy_can_view(*dtypes: torch.dtype) -> bool:
     except TypeError:
         return False
     return True
+
+
+def numpy_executes(*dtypes: torch.dtype) -> bool:
+    """Whether the numpy executor can run a class with buffers of ``dtypes``: numpy must view them (not
+    bfloat16), and none may be float16, where numpy and torch promote Python scalars and 0-d operands
+    differently (a hook's ``md.xp.mul(x, 0.1, x)`` would round differently on the two executors)."""
+    return numpy_can_view(*dtypes) and torch.float16 not in dtypes
 
 
 def choose_executor(executor: str, device: torch.device, compiled: bool, elements: int) -> str:
