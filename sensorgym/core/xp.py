@@ -6,7 +6,9 @@ argument: :data:`TORCH` runs them on torch tensors, :data:`NUMPY` on numpy views
 (``tensor.numpy()`` shares memory, so rings, caches, ``state_dict`` and the Gymnasium layer see one
 storage). Every op writes into ``out`` (nothing is allocated per step) and is exactly rounded IEEE
 arithmetic in both (no fused multiply-add; ``round`` is half to even in both), so the two routes give the
-same bits. Random numbers always come from the manager's torch generators, drawn into the shared buffers.
+same bits. Both accept the same inputs and refuse the same ones (tests/core/test_xp.py); a class with a
+float16 buffer stays on torch (:func:`numpy_executes`). Random numbers always come from the manager's torch
+generators, drawn into the shared buffers.
 
 Which route a manager uses is decided once at build (``SensorManager(executor=...)``, see
 :func:`choose_executor`): numpy for small CPU batches, where a torch op's dispatch (~1-2 µs) costs more
