@@ -4,6 +4,7 @@
 ``y_t = x_t + alpha * y_{t-1}`` reading ``timeline.at(1)`` (both branches).
 ``ThresholdSensor``: float intermediate, bool return via a threshold ``_post_process``.
 ``ByteSensor``: float intermediate, uint8 return via clamp + round ``_post_process``.
+``HalfSensor``: float16 intermediate and return, ``state["x"]`` ``(B, 3)`` as it is.
 """
 
 from __future__ import annotations
@@ -108,6 +109,23 @@ class ByteSensor(sg.SimpleSensor):
     @classmethod
     def _post_process(cls, md, data, timeline, *, is_measured):
         return data.clamp(0, 255).round().to(torch.uint8)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HalfOptions(sg.SimpleSensorOptions):
+    pass
+
+
+class HalfSensor(sg.SimpleSensor):
+    """A reduced-precision class: compiled code and numpy would round it differently from eager torch."""
+
+    options_cls = HalfOptions
+    intermediate_dtype = cache_dtype = torch.float16
+    return_format = (3,)
+
+    @classmethod
+    def _update_raw_data(cls, state, md, raw):
+        raw.copy_(state["x"])
 
 
 def as_np(x) -> np.ndarray:

@@ -10,7 +10,7 @@ import torch
 
 import sensorgym as sg
 
-from ..helpers import FilterOptions
+from ..helpers import FilterOptions, HalfOptions, HalfSensor
 
 B = 48
 
@@ -74,34 +74,17 @@ def test_compiled_kernel_equals_eager_bit_for_bit():
 
 
 @dataclass(frozen=True, kw_only=True)
-class _HalfOptions(sg.SimpleSensorOptions):
-    pass
-
-
-@dataclass(frozen=True, kw_only=True)
 class _BFloatOptions(sg.SimpleSensorOptions):
     pass
 
 
-class _HalfSensor(sg.SimpleSensor):
-    """A reduced-precision intermediate: compiled code would compute it in float32 (other bits)."""
-
-    options_cls = _HalfOptions
-    intermediate_dtype = cache_dtype = torch.float16
-    return_format = (3,)
-
-    @classmethod
-    def _update_raw_data(cls, state, md, raw):
-        raw.copy_(state["x"])
-
-
-class _BFloatSensor(_HalfSensor):
+class _BFloatSensor(HalfSensor):
     options_cls = _BFloatOptions
     intermediate_dtype = cache_dtype = torch.bfloat16
 
 
 @pytest.mark.parametrize(
-    ("options_cls", "dtype"), [(_HalfOptions, torch.float16), (_BFloatOptions, torch.bfloat16)]
+    ("options_cls", "dtype"), [(HalfOptions, torch.float16), (_BFloatOptions, torch.bfloat16)]
 )
 def test_compile_keeps_reduced_precision_classes_bit_exact(options_cls, dtype):
     reads = []

@@ -17,6 +17,8 @@ import torch
 import sensorgym as sg
 from sensorgym.core.xp import NUMPY, TORCH, numpy_executes
 
+from ..helpers import HalfSensor
+
 
 def _x() -> torch.Tensor:
     return torch.tensor([1.0, 5.0, float("nan"), -2.5, 9.0])
@@ -145,16 +147,10 @@ class _ScaledHalfOptions(sg.SimpleSensorOptions):
     pass
 
 
-class _ScaledHalf(sg.SimpleSensor):
+class _ScaledHalf(HalfSensor):
     """float16 with a transform written against ``md.xp`` (a Python-scalar multiply)."""
 
     options_cls = _ScaledHalfOptions
-    intermediate_dtype = cache_dtype = torch.float16
-    return_format = (2,)
-
-    @classmethod
-    def _update_raw_data(cls, state, md, raw):
-        raw.copy_(state["x"])
 
     @classmethod
     def _apply_transform(cls, md, data, timeline, *, is_measured):
@@ -168,9 +164,9 @@ def test_a_float16_hook_gives_the_same_bits_for_every_executor_choice():
         mgr = sg.SensorManager(num_envs=2, dt=0.1, seed=0, executor=executor)
         s = mgr.add_sensor(_ScaledHalfOptions(noise=0.01))
         g = torch.Generator().manual_seed(0)
-        mgr.reset({"x": (torch.randn(2, 2, generator=g) * 100).half()})
+        mgr.reset({"x": (torch.randn(2, 3, generator=g) * 100).half()})
         for _ in range(3):
-            mgr.step({"x": (torch.randn(2, 2, generator=g) * 100).half()})
+            mgr.step({"x": (torch.randn(2, 3, generator=g) * 100).half()})
         assert mgr.storage(_ScaledHalf).executor == "torch"
         reads[executor] = s.read().clone()
     assert torch.equal(reads["torch"], reads["numpy"]) and torch.equal(reads["torch"], reads["auto"])

@@ -78,6 +78,18 @@ def batched(envs: list, options: dict) -> dict[str, np.ndarray]:
     return {k: np.stack([r[k] for r in rows]) for k in rows[0]}
 
 
+def step_envs(envs: list, rng: np.random.Generator, t: int, *, forced_env: int, every: int, seed: int):
+    """One random-action step of every env; an env that ends its episode, and ``forced_env`` every
+    ``every`` steps, is reset (an autoreset). Returns the mask of the envs reset."""
+    done = np.zeros(len(envs), bool)
+    for i, env in enumerate(envs):
+        _, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, env.action_space.shape))
+        if terminated or truncated or (i == forced_env and t % every == every - 1):
+            env.reset(seed=seed + t)
+            done[i] = True
+    return done
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_catalog_sensors_on_ant_give_identical_bits_on_both_executors():
     options = sensors()
@@ -97,13 +109,8 @@ def test_catalog_sensors_on_ant_give_identical_bits_on_both_executors():
     rng = np.random.default_rng(0)
     resets = 0
     for t in range(STEPS):
-        done = np.zeros(NUM_ENVS, bool)
-        for i, env in enumerate(envs):
-            _, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, env.action_space.shape))
-            # an autoreset every 40 steps in env 1 (Ant rarely terminates in 120 steps)
-            if terminated or truncated or (i == 1 and t % 40 == 39):
-                env.reset(seed=100 + t)
-                done[i] = True
+        # an autoreset every 40 steps in env 1 (Ant rarely terminates in 120 steps)
+        done = step_envs(envs, rng, t, forced_env=1, every=40, seed=100)
         resets += int(done.sum())
         state = batched(envs, options)
         for mgr in managers.values():
@@ -180,12 +187,7 @@ def test_catalog_sensors_fold_the_raw_copy_with_the_same_bits(executor):
     assert managers[1].metadata(sg.IMUSensor).imperfections.raw_source is None  # its hooks are its own
     rng = np.random.default_rng(1)
     for t in range(80):
-        done = np.zeros(NUM_ENVS, bool)
-        for i, env in enumerate(envs):
-            _, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, env.action_space.shape))
-            if terminated or truncated or (i == 0 and t % 30 == 29):
-                env.reset(seed=200 + t)
-                done[i] = True
+        done = step_envs(envs, rng, t, forced_env=0, every=30, seed=200)
         for mgr, opts in zip(managers, specs, strict=True):
             mgr.step(batched(envs, opts), reset_mask=done)
         a, b = (snapshot(m) for m in managers)
