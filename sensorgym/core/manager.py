@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -138,8 +138,9 @@ class SensorManager(ManagerPersistence):
         return self.clock.t - self.episode_steps
 
     # -- configuration ---------------------------------------------------------------------------------
-    def seed(self, seed: int | None) -> None:
-        """Reseed the manager's random source (None: from OS entropy)."""
+    def seed(self, seed: int | Sequence[int] | None) -> None:
+        """Reseed the manager's random source (None: from OS entropy). One seed per env (a sequence) seeds
+        env ``b``'s stream with ``seed[b]`` under ``per_env_rng``; one generator takes the first."""
         self.random.seed(seed)
 
     def add_sensor(self, options: SensorOptions, name: str | None = None) -> Sensor:

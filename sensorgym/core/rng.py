@@ -19,8 +19,10 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from .randomization import Distribution
@@ -34,7 +36,7 @@ class RandomSource:
 
     generator: torch.Generator  # for custom hooks (``md.generator``)
 
-    def seed(self, seed: int | None) -> None:
+    def seed(self, seed: int | Sequence[int] | None) -> None:
         raise NotImplementedError
 
     def normal_(self, out: torch.Tensor, rows: torch.Tensor | None, row_dim: int) -> torch.Tensor:
@@ -62,11 +64,12 @@ class BatchRandom(RandomSource):
         self.generator = torch.Generator(device=device)
         self.seed(seed)
 
-    def seed(self, seed: int | None) -> None:
+    def seed(self, seed: int | Sequence[int] | None) -> None:
+        """``seed``: an int, None (OS entropy), or one seed per env (one generator takes the first)."""
         if seed is None:
             self.generator.seed()
         else:
-            self.generator.manual_seed(int(seed))
+            self.generator.manual_seed(int(seed if isinstance(seed, (int, np.integer)) else seed[0]))
 
     def normal_(self, out, rows, row_dim):
         return out.normal_(generator=self.generator)
@@ -93,11 +96,22 @@ class PerEnvRandom(RandomSource):
         self._buffers: dict[tuple, torch.Tensor] = {}
         self.seed(seed)
 
-    def seed(self, seed: int | None) -> None:
-        base = int(torch.randint(0, 2**62, (1,)).item()) if seed is None else int(seed)
-        self.generator.manual_seed(base)
-        for b, g in enumerate(self.generators):
-            g.manual_seed(base + b)
+    def seed(self, seed: int | Sequence[int] | None) -> None:
+        """``seed``: env ``b`` gets ``seed + b``; a sequence gives env ``b`` its own ``seed[b]`` (as Gymnasium
+        seeds sub-env ``b`` with ``seed[b]`` in ``reset(seed=[...])``); None draws a base from OS entropy."""
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            seeds = [int(s) for s in seed]
+            if len(seeds) != len(self.generators):
+                raise ValueError(
+                    f"seed: {len(seeds)} seeds for {len(self.generators)} envs. Fix: one seed per env, or "
+                    "one int (env b then gets seed + b)."
+                )
+        else:
+            base = int(torch.randint(0, 2**62, (1,)).item()) if seed is None else int(seed)
+            seeds = [base + b for b in range(len(self.generators))]
+        self.generator.manual_seed(seeds[0])
+        for g, s in zip(self.generators, seeds, strict=True):
+            g.manual_seed(s)
 
     def _rows(self, rows: torch.Tensor | None) -> list[int]:
         if rows is None:

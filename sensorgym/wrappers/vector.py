@@ -186,7 +186,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._learn_layout(info)
         self._check_info(info, "reset", None if mask is None else _like(mask, np.zeros(0)))
         if seed is not None:
-            self.manager.seed(seed if isinstance(seed, int) else seed[0])
+            self.manager.seed(seed)  # a list: env b's stream gets seed[b] with per_env_rng (as its env)
         self.manager.reset(build_state(obs, info, self._layout), envs_idx=mask)
         if mask is None:
             self._autoreset = self._autoreset & False

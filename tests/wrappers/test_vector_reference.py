@@ -107,3 +107,29 @@ def test_sync_and_async_give_identical_observations():
     for a, b in zip(outs[0], outs[1], strict=True):
         for k in ("policy", "critic"):
             np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_a_seed_list_seeds_each_env_stream_like_its_sub_env():
+    """``reset(seed=[s0, s1, ...])``: Gymnasium seeds sub-env b with s_b, and per_env_rng seeds env b's
+    sensor stream with s_b too, so env b equals a single env reset with seed s_b."""
+    seeds = [10, 20, 30, 99]
+    venv = SensorObservation(
+        SyncVectorEnv([_sub_env] * B), SENSORS, critic_randomization=True, per_env_rng=True
+    )
+    refs = [
+        SingleEnvSensorObservation(RampEnv(), SENSORS, critic_randomization=True, per_env_rng=True)
+        for _ in seeds
+    ]
+    obs, _ = venv.reset(seed=seeds)
+    ref = [r.reset(seed=s)[0] for r, s in zip(refs, seeds, strict=True)]
+    actions = np.random.default_rng(1).uniform(-1, 1, (12, B, 1)).astype(np.float32)
+    pending = np.zeros(B, bool)  # NEXT_STEP: an env that ended restarts on its next step
+    for t, a in enumerate(actions):
+        for i in range(B):
+            _compare(obs, i, ref[i], f"step {t}")
+        obs, _, term, trunc, _ = venv.step(a)
+        for i, r in enumerate(refs):
+            ref[i] = r.reset()[0] if pending[i] else r.step(a[i])[0]
+        pending = (term | trunc) & ~pending
+    with pytest.raises(ValueError, match="3 seeds for 4 envs"):
+        venv.manager.seed([1, 2, 3])
