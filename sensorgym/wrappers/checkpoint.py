@@ -1,9 +1,13 @@
 """Snapshots of the simulation behind a sensor wrapper, so a run can stop mid-episode and resume in a
 fresh process with every sub-env, sensor and random stream exactly where it was.
 
-* ``SyncVectorEnv``: the whole vector env is pickled (cloudpickle: sub-env factories are often lambdas);
-  MuJoCo sub-envs also keep their full integration state (``mj_getState``), which pickling alone does not
-  restore exactly (e.g. the solver's warm start).
+* ``SyncVectorEnv`` (also under other vector wrappers, e.g. ``ActionLatency``): the whole vector env is
+  pickled (cloudpickle: sub-env factories are often lambdas). Some sub-envs pickle as their constructor
+  arguments (Gymnasium's ``EzPickle``: every MuJoCo env), so unpickling builds a fresh env: each sub-env's
+  ``np_random`` is therefore saved and put back, and a MuJoCo sub-env's whole ``MjData`` (integration
+  state, solver warm start and the derived quantities such as body positions, which the next step's
+  reward may read) is copied back into the rebuilt env. Any other ``EzPickle`` sub-env is refused: its
+  state would silently come back as a fresh env's.
 * natively batched torch envs: pickled the same way (tensors and ``torch.Generator`` pickle).
 * ``AsyncVectorEnv``: the sub-envs live in worker processes; they cannot be snapshotted from the parent.
 
@@ -23,25 +27,40 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-import numpy as np
-
 __all__ = ["restore_vector_env", "snapshot_vector_env"]
 
 
-def _mujoco_states(venv: Any) -> list[np.ndarray | None]:
-    states: list[np.ndarray | None] = []
-    for env in getattr(venv, "envs", []):
-        data = getattr(env.unwrapped, "data", None)
-        model = getattr(env.unwrapped, "model", None)
-        if data is None or model is None or not hasattr(data, "qacc_warmstart"):
-            states.append(None)
-            continue
-        import mujoco
+def _base(venv: Any) -> Any:
+    """The vector env under any vector wrappers (``ActionLatency`` does not forward ``envs``)."""
+    return getattr(venv, "unwrapped", venv)
 
-        spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        state = np.empty(mujoco.mj_stateSize(model, spec))
-        mujoco.mj_getState(model, data, state, spec)
-        states.append(state)
+
+def _is_mujoco(env: Any) -> bool:
+    data = getattr(env, "data", None)
+    return data is not None and getattr(env, "model", None) is not None and hasattr(data, "qacc_warmstart")
+
+
+def _sub_env_states(venv: Any) -> list[dict[str, Any]]:
+    """Per sub-env: what unpickling an ``EzPickle`` env would lose (its random generator, its ``MjData``)."""
+    from gymnasium.utils import EzPickle
+
+    states = []
+    for i, env in enumerate(getattr(_base(venv), "envs", [])):
+        base = env.unwrapped
+        mujoco_env = _is_mujoco(base)
+        if isinstance(base, EzPickle) and not mujoco_env:
+            raise ValueError(
+                f"cannot snapshot sub-env {i} ({type(base).__name__}): it pickles as its constructor "
+                "arguments (EzPickle), so its state would come back as a fresh env's. Fix: save only the "
+                "sensor state (state_dict(include_envs=False)) and reset the envs on resume."
+            )
+        states.append(
+            {
+                "np_random": getattr(base, "_np_random", None),
+                "np_random_seed": getattr(base, "_np_random_seed", None),
+                "mjdata": base.data if mujoco_env else None,  # MjData pickles whole
+            }
+        )
     return states
 
 
@@ -50,19 +69,28 @@ def snapshot_vector_env(venv: Any) -> bytes:
     import cloudpickle
     from gymnasium.vector import AsyncVectorEnv
 
-    if isinstance(venv, AsyncVectorEnv):
+    if isinstance(_base(venv), AsyncVectorEnv):
         raise ValueError(
             "cannot snapshot an AsyncVectorEnv: its sub-envs live in worker processes. Fix: checkpoint "
             "with vectorization='sync' (or a natively batched env with state_dict()), or save only the "
             "sensor state (state_dict(include_envs=False)) and reset the envs on resume."
         )
-    return pickle.dumps({"env": cloudpickle.dumps(venv), "mujoco": _mujoco_states(venv)})
+    return pickle.dumps({"env": cloudpickle.dumps(venv), "sub_envs": _sub_env_states(venv)})
 
 
 def restore_vector_env(blob: bytes) -> Any:
     snap = pickle.loads(blob)
     venv = pickle.loads(snap["env"])
-    for env, state in zip(getattr(venv, "envs", []), snap.get("mujoco", []), strict=False):
+    envs = getattr(_base(venv), "envs", [])
+    for env, state in zip(envs, snap.get("sub_envs", []), strict=False):
+        base = env.unwrapped
+        if state["np_random"] is not None:
+            base._np_random, base._np_random_seed = state["np_random"], state["np_random_seed"]
+        if state["mjdata"] is not None:
+            import mujoco
+
+            mujoco.mj_copyData(base.data, base.model, state["mjdata"])
+    for env, state in zip(envs, snap.get("mujoco", []), strict=False):  # snapshots before 2026-12-02
         if state is not None:
             import mujoco
 
