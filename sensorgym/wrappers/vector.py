@@ -49,6 +49,15 @@ def _is_torch(obs: Any) -> bool:
     return torch.is_tensor(_first_leaf(obs))
 
 
+def _missing_info(key: str, names: list[str], envs: list[int], call: str) -> ValueError:
+    return ValueError(
+        f"sensor(s) {names} read info[{key!r}], which sub-env(s) {envs} did not return from {call}(); their "
+        "rows would hold zeros or another episode's value. The sensors did not advance. Fix: return "
+        f"{key!r} in the info of every reset() and step() of the env (the last step of an episode "
+        "included), or drop the sensor."
+    )
+
+
 def _copy_mask(mask: Any) -> Any:
     return mask.clone().bool() if torch.is_tensor(mask) else np.array(mask, dtype=bool, copy=True)
 
@@ -241,11 +250,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         for key, names in self._info_keys.items():
             missing = missing_info_rows(info, key, rows)
             if missing:
-                raise ValueError(
-                    f"sensor(s) {names} read info[{key!r}], which sub-env(s) {missing} did not return from "
-                    f"{call}(); Gymnasium filled those rows with zeros. The sensors did not advance. Fix: "
-                    f"return {key!r} in the info of every reset() and step() of the env, or drop the sensor."
-                )
+                raise _missing_info(key, names, missing, call)
 
     @staticmethod
     def _done(terminations: Any, truncations: Any) -> np.ndarray:
@@ -273,6 +278,11 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._check_info(final_info, "step (final_info)", has_final)
         if isinstance(final_info, Mapping):
             final_state = build_state(None, final_info, self._layout)
+            for key, names in self._info_keys.items():
+                if key not in final_state and bool(has_final.any()):
+                    # no finished env returned it: its rows would keep the next episode's reset value
+                    rows = has_final.cpu().numpy() if torch.is_tensor(has_final) else has_final
+                    raise _missing_info(key, names, np.flatnonzero(rows).tolist(), "step (final_info)")
             terminal_state = merge_rows(terminal_state, final_state, has_final)
         self.manager.step(terminal_state)
         terminal = self._observation(terminal_obs)

@@ -130,6 +130,35 @@ def test_info_key_disappearing_everywhere_is_refused():
     envs.close()
 
 
+class _DropAtEpisodeEnd(RampEnv):
+    """Returns ``speed`` in every info except the last step's of an episode (three steps each)."""
+
+    def __init__(self):
+        super().__init__(p_end=0.0, max_steps=3)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if terminated or truncated:
+            info.pop("speed")
+        return obs, reward, terminated, truncated, info
+
+
+def test_info_key_missing_from_the_terminal_info_is_refused_in_same_step():
+    """SAME_STEP reads the terminal value from final_info; without the key there, the terminal reading
+    would silently show the next episode's reset value."""
+    envs = SensorObservation(
+        SyncVectorEnv([_DropAtEpisodeEnd] * 2, autoreset_mode=AutoresetMode.SAME_STEP), SENSORS, seed=0
+    )
+    envs.reset(seed=0)
+    for _ in range(2):
+        envs.step(np.full((2, 1), 0.5, np.float32))
+    before = _snapshot(envs)
+    with pytest.raises(ValueError, match=r"read info\['speed'\].*\[0, 1\].*final_info.*last step"):
+        envs.step(np.full((2, 1), 0.5, np.float32))
+    _assert_unchanged(envs, before)
+    envs.close()
+
+
 # -- MuJoCo going non-finite ---------------------------------------------------------------------------
 class Diverge(gym.Wrapper):
     """At step ``at`` the MuJoCo state of this env blows up (qvel -> inf, qpos -> nan) after the physics
