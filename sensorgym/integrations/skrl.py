@@ -106,11 +106,14 @@ class SkrlWrapper(Wrapper):
         info = dict(out.info)
         info[TERMINAL_OBS_KEY] = out.terminal_obs["policy"]
         info[TERMINAL_STATES_KEY] = critic_tensor(out.terminal_obs, self.critic_input)
+        # skrl bootstraps every `truncated` env from V(s_T): an episode that terminates on its time-limit
+        # step (both flags set) is a true terminal, so only time-outs are reported as truncated
+        time_outs = out.truncated & ~out.terminated
         return (
             out.obs["policy"],
             out.rewards.view(num_envs, 1),
             out.terminated.view(num_envs, 1),
-            out.truncated.view(num_envs, 1),
+            time_outs.view(num_envs, 1),
             info,
         )
 

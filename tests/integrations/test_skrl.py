@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import tempfile
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -16,6 +18,7 @@ from skrl.memories.torch import RandomMemory
 from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
 from skrl.trainers.torch import SequentialTrainer
 
+import sensorgym as sg
 from sensorgym.integrations.skrl import TERMINAL_STATES_KEY, SensorPPO, SkrlWrapper, wrap_env
 
 from .common import CRITIC_DIM, CRITIC_INPUTS, POLICY_DIM, InputRecorder, N, critic_view, sensor_env
@@ -147,3 +150,47 @@ def test_skrl_wrap_env_misuse_is_refused():
         with pytest.raises(ValueError, match=r"Fix: use sensorgym\.integrations\.skrl\.wrap_env"):
             wrap_env(venv, wrapper=name)
     assert isinstance(wrap_env(venv), SkrlWrapper)
+
+
+class _TerminatesAtTheLimit(gym.Env):
+    """Terminates on step 4, which is also its time limit: Gymnasium sets both flags (a true terminal)."""
+
+    observation_space = gym.spaces.Box(-10, 10, (3,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+    metadata = {"render_fps": 20}  # noqa: RUF012 (Gymnasium reads it as a class attribute)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0, 1, 2], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t, 1, 2], np.float32), 1.0, self.t >= 4, False, {}
+
+
+def test_an_episode_that_terminates_on_its_time_limit_step_is_not_bootstrapped():
+    from sensorgym.wrappers import make_sensor_vec
+
+    env_id = "sensorgym-test/TerminatesAtTheLimit-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=_TerminatesAtTheLimit, max_episode_steps=4)
+    sensors = {"x": sg.StateSensorOptions(key="obs", index=[0])}
+    env = SkrlWrapper(make_sensor_vec(env_id, N, sensors, autoreset_mode="SameStep", seed=0, dt=0.05))
+    models = _models(env)
+    nn.init.constant_(models["value"].net[-1].bias, 5.0)  # V(.) clearly non-zero: a bootstrap would show
+    agent = _agent(env, models)
+    flags, step = [], env.step
+
+    def recording_step(actions):
+        out = step(actions)
+        flags.append((out[2].clone(), out[3].clone()))
+        return out
+
+    env.step = recording_step
+    _trainer(env, agent).train()
+    ends = [t for t, (terminated, _) in enumerate(flags) if terminated.all()]
+    assert ends and all(not truncated.any() for _, truncated in flags)  # a terminal is never a time-out
+    rewards_stored = agent.memory.get_tensor_by_name("rewards")[:, :, 0]
+    for t in ends:
+        torch.testing.assert_close(rewards_stored[t], torch.ones(N))  # r, not r + γ·V(s_T)
