@@ -8,7 +8,8 @@ model, the observation-normalization statistics, the config and TensorBoard logs
 PPO trains in whole rollouts of ``n_steps`` x ``n_envs`` steps, so a run trains
 :func:`planned_timesteps` steps: the budget rounded up to whole rollouts. The final score is the mean
 return of ``eval_episodes`` episodes of the deterministic policy on envs seeded with ``seed + 10_000``
-(:func:`eval_seed`); ``evaluate_saved`` uses the same seed and episode count by default, so
+(:func:`eval_seed`), each env's first episodes spread evenly over the envs (:func:`evaluate`);
+``evaluate_saved`` uses the same seed and episode count by default, so
 ``sensorgym eval <run>`` reproduces the score ``sensorgym train`` printed.
 
 Example:
@@ -405,18 +406,26 @@ def make_training_env(
 
 
 def evaluate(model: Any, env: Any, episodes: int, deterministic: bool = True) -> list[float]:
-    """Episode returns of ``model`` on an SB3 ``VecEnv`` (its first ``episodes`` finished episodes)."""
+    """Episode returns of ``model`` on an SB3 ``VecEnv``: the first episodes of each env, ``episodes`` in
+    all, spread evenly over the envs (env ``i`` contributes ``(episodes + i) // n_envs``, as SB3's
+    ``evaluate_policy`` does). Taking the first ``episodes`` to finish across envs instead would favour
+    short episodes whenever their lengths vary."""
+    n = env.num_envs
+    quota = np.array([(episodes + i) // n for i in range(n)])
+    counted = np.zeros(n, dtype=int)
     returns: list[float] = []
-    running = np.zeros(env.num_envs)
+    running = np.zeros(n)
     obs = env.reset()
-    while len(returns) < episodes:
+    while (counted < quota).any():
         actions, _ = model.predict(obs, deterministic=deterministic)
         obs, rewards, dones, _ = env.step(actions)
         running += np.asarray(rewards, dtype=float)
         for i in np.flatnonzero(dones):
-            returns.append(float(running[i]))
+            if counted[i] < quota[i]:
+                returns.append(float(running[i]))
+                counted[i] += 1
             running[i] = 0.0
-    return returns[:episodes]
+    return returns
 
 
 def _normalized(env: Any, gamma: float, training: bool = True) -> Any:
