@@ -103,12 +103,19 @@ def _config(path: str | None, default: str) -> tuple[Any, str]:
         return load_config(p), f"the embedded default {default}.toml (examples/configs/{default}.toml)"
 
 
-def _check_env(cfg: Any, source: str, sweep: bool = False) -> None:
+def _check_env(cfg: Any, source: str, sweep: bool = False, training: bool = False) -> None:
     """Refuse, with one line naming ``source``, an unknown env id, a PPO argument PPO would reject or a
-    sensor that does not fit the env (with ``sweep``: in any sweep cell)."""
-    from .config import check_env_ids
+    sensor that does not fit the env (with ``sweep``: in any sweep cell; with ``training``: envs a run
+    cannot checkpoint)."""
+    from .config import ConfigError, check_env_ids
 
     check_env_ids(cfg, source)
+    if training and cfg.env.vectorization == "async":
+        raise ConfigError(
+            f"{source}: config env.vectorization = 'async': a training run checkpoints its envs so that it "
+            "can resume exactly, and the sub-envs of an AsyncVectorEnv live in other processes. Fix: write "
+            'vectorization = "sync".'
+        )
     if cfg.algorithm.kwargs and _installed("stable_baselines3"):
         from .training import check_ppo_kwargs
 
@@ -137,6 +144,14 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
                 env.reset(seed=0)
             finally:
                 env.close()
+        except TypeError as e:
+            if "unexpected keyword argument" not in str(e):
+                raise  # not a config mistake: an internal bug keeps its traceback
+            raise ConfigError(
+                f"{where}config env.kwargs = {c.env.kwargs!r}: {_one_line(e).split(' was raised')[0]}. Fix: "
+                "use the keyword arguments of the env's constructor (or of gymnasium.make, e.g. "
+                "max_episode_steps)."
+            ) from None
         except (ValueError, KeyError, IndexError) as e:
             text = _one_line(e)
             fix = (
@@ -215,7 +230,7 @@ def _train(args: argparse.Namespace) -> int:
         source = str(out / "config.json")
     else:
         cfg, source = _config(args.config, "train")
-    _check_env(cfg, source)
+    _check_env(cfg, source, training=True)
     if args.critic and not args.resume:
         cfg.critic.type = args.critic
         cfg.raw.setdefault("critic", {})["type"] = args.critic
@@ -333,7 +348,7 @@ def _ablate(args: argparse.Namespace) -> int:
     if args.seeds:
         cfg.sweep.seeds = list(args.seeds)
         cfg.raw.setdefault("sweep", {})["seeds"] = list(args.seeds)
-    _check_env(cfg, source, sweep=True)
+    _check_env(cfg, source, sweep=True, training=True)
     out = Path(args.out or DEFAULT_OUT / "ablate")
     workers = args.workers if args.workers is not None else min(2, available_cores())
     try:

@@ -334,6 +334,11 @@ def _parse(raw: Mapping[str, Any]) -> Config:
     )
     if critic.type not in ("symmetric", "asymmetric"):
         raise _err("critic.type", critic.type, "must be symmetric or asymmetric", 'write type = "asymmetric"')
+    if critic.sensors == [] and not critic.env_obs:
+        raise _err(
+            "critic.sensors", [], "with env_obs = false the critic would read nothing",
+            "list at least one sensor, or set env_obs = true",
+        )  # fmt: skip
 
     a = _table(
         top.get("algorithm"),
@@ -392,11 +397,21 @@ def _parse(raw: Mapping[str, Any]) -> Config:
         )
     if sweep.grid and sweep.list:
         raise _err("sweep", s, "give either grid or list, not both", "remove one of them")
+    for name, values in (("seeds", sweep.seeds), ("critic", sweep.critic)):
+        if len(set(values)) != len(values):  # each run would be trained and counted twice
+            raise _err(f"sweep.{name}", values, "has repeated values", "list each value once")
     for key, values in sweep.grid.items():
         if not isinstance(values, list) or not values:
             raise _err(
                 f"sweep.grid.{key}", values, "expected a non-empty list of values", f'write "{key}" = [..]'
             )
+        if len({repr(v) for v in values}) != len(values):
+            raise _err(f"sweep.grid.{key}", values, "has repeated values", "list each level once")
+    own_axes = {"critic.type": "sweep.critic", "algorithm.seed": "sweep.seeds"}
+    for key in [*sweep.grid, *(k for cell in sweep.list if isinstance(cell, Mapping) for k in cell)]:
+        if key in own_axes:  # every run takes these from the sweep's own axes: a level would change nothing
+            where = f"sweep.grid.{key}" if key in sweep.grid else "sweep.list"
+            raise _err(where, key, "is set by the sweep itself for every run", f"use {own_axes[key]} = [...]")
     return Config(
         sensors=sensors,
         env=env,
@@ -590,7 +605,7 @@ def check_env_ids(cfg: Config, source: str) -> None:
                 ) from None
             env_id = env_id.split(":", 1)[1]
         try:
-            gym.spec(env_id)
+            spec = gym.spec(env_id)
         except gym.error.Error as e:
             close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
             hint = f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -599,6 +614,12 @@ def check_env_ids(cfg: Config, source: str) -> None:
                 f"({_clean(e).split('. ')[0].rstrip('.')}). Fix: use a registered id{hint} "
                 '(python -c "import gymnasium; gymnasium.pprint_registry()" lists them).'
             ) from None
+        if spec.entry_point is None:  # only a vector entry point: a natively batched env
+            raise ConfigError(
+                f"{source}: config {key} = {env_id!r}: a natively batched (vector-only) env; the app trains "
+                "Sync or Async vector envs of a single-env id. Fix: use a single-env id such as "
+                "'Pendulum-v1', or drive the batched env from Python (docs/integration.md)."
+            )
 
 
 def to_plain(value: Any) -> Any:

@@ -147,6 +147,8 @@ _RESERVED_PPO = {
 }
 #: PPO arguments that must be whole numbers >= 1 (batch_size >= 2: advantages are normalized per batch)
 _POSITIVE_INT_PPO = {"n_steps": 1, "batch_size": 2, "n_epochs": 1}
+#: PPO arguments a config can only give as numbers (SB3 also takes callables, which a config cannot hold)
+_NUMBER_PPO = {"learning_rate", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm"}
 
 
 def check_ppo_kwargs(kwargs: Mapping[str, Any], n_envs: int, source: str) -> None:
@@ -189,6 +191,8 @@ def check_ppo_kwargs(kwargs: Mapping[str, Any], n_envs: int, source: str) -> Non
         low = _POSITIVE_INT_PPO.get(key)
         if low is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
             raise ConfigError(f"{where}: must be a whole number >= {low}. Fix: write e.g. {key} = 64.")
+        if key in _NUMBER_PPO and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ConfigError(f"{where}: must be a number. Fix: write e.g. {key} = 0.0003.")
     n_steps = kwargs.get("n_steps", 2048)
     if isinstance(n_steps, int) and n_steps * n_envs <= 1:  # SB3 asserts: advantages need 2 samples
         raise ConfigError(

@@ -61,6 +61,30 @@ def _one_line_error(capsys, argv: list[str]) -> str:
         ("index = [0, 1]", "index = [0, 5]", ["sensor 'angle'", "index [5] out of range", "Fix:"]),
         ('key = "obs"', "", ["sensors.angle", "missing key", "Fix: add key = <value> to [sensors.angle]"]),
         ("n_envs = 2", "n_envs = 2\nn_envs = 3", ["cannot be parsed (TOML)", "line", "Fix:"]),
+        # found by a review: each was a traceback, or a failure after the whole training budget
+        (
+            "n_envs = 2",
+            "n_envs = 2\nkwargs = { max_episode_step = 10 }",
+            ["env.kwargs", "max_episode_step", "Fix:"],
+        ),
+        ("n_epochs = 1 }", 'n_epochs = 1, learning_rate = "fast" }', ["learning_rate = 'fast'", "a number"]),
+        (
+            "n_envs = 2",
+            "n_envs = 2\n[critic]\nsensors = []\nenv_obs = false",
+            ["critic.sensors = []", "Fix:"],
+        ),
+        (
+            'id = "Pendulum-v1"',
+            'id = "sensorgym/BatchedPendulum-v0"',
+            ["vector-only", "Fix: use a single-env"],
+        ),
+        ("n_envs = 2", 'n_envs = 2\nvectorization = "async"', ["env.vectorization = 'async'", "Fix: write"]),
+        ("n_epochs = 1 }", "n_epochs = 1 }\n[sweep]\nseeds = [0, 0]", ["sweep.seeds = [0, 0]", "repeated"]),
+        (
+            "n_epochs = 1 }",
+            'n_epochs = 1 }\n[sweep]\ngrid = { "critic.type" = ["symmetric"] }',
+            ["sweep.grid.critic.type", "use sweep.critic"],
+        ),
     ],
 )
 def test_config_mistakes_are_one_line_naming_file_key_value_and_fix(tmp_path, capsys, old, new, expected):
