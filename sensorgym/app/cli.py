@@ -180,16 +180,15 @@ def _inspect(args: argparse.Namespace) -> int:
     _check_env(cfg, source)
     model = None
     if args.model:
-        from stable_baselines3 import PPO
-
         from .config import UserError
+        from .saved_policy import SavedPolicy
 
         if not (Path(args.model) / "model.zip").exists():
             raise UserError(
                 f"--model {args.model}: no model.zip there. Fix: pass the run directory "
                 "`sensorgym train --out` wrote (default: sensorgym_outputs/train)."
             )
-        model = PPO.load(Path(args.model) / "model.zip", device="cpu")
+        model = SavedPolicy(args.model, source)  # normalized as in training, checked against the config
     out = Path(args.out or DEFAULT_OUT / "inspect.png")
     result = run_inspect(cfg, steps=args.steps, seed=args.seed, out=out, model=model)
     dt = float(result.times[1] - result.times[0]) if len(result.times) > 1 else 0.0

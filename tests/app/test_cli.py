@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import pickle
 from importlib import resources
 from pathlib import Path
 
@@ -118,6 +119,65 @@ def test_train_then_eval_round_trip_and_train_clean_test_noisy(tmp_path, capsys)
         (tmp_path / "tiny.toml").read_text().replace("history_length = 2", "history_length = 4"),
     )
     assert main(["eval", str(run), "--config", str(wrong), "--episodes", "1"]) == 2
+
+    # inspect --model drives the policy as training and eval do: normalized with the run's VecNormalize
+    # statistics (a review found it fed raw observations), and refuses a config of another policy shape
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from sensorgym.app.saved_policy import SavedPolicy
+
+    policy = SavedPolicy(run)
+    model = PPO.load(run / "model.zip", device="cpu")
+    raw = {
+        "policy": np.random.default_rng(0)
+        .normal(3.0, 2.0, (5, *model.observation_space["policy"].shape))
+        .astype(np.float32)
+    }
+    with open(run / "vecnormalize.pkl", "rb") as f:
+        stats = pickle.load(f)
+    assert isinstance(stats, VecNormalize) and stats.norm_obs
+    critic = np.zeros((5, *model.observation_space["critic"].shape), np.float32)
+    expected = model.predict(
+        stats.normalize_obs({"policy": raw["policy"], "critic": critic}), deterministic=True
+    )
+    np.testing.assert_array_equal(policy.predict(raw)[0], expected[0])
+    unnormalized = model.predict(
+        {"policy": raw["policy"].astype(np.float32), "critic": critic}, deterministic=True
+    )
+    assert not np.array_equal(expected[0], unnormalized[0])  # the statistics matter for this input
+    assert (
+        main(
+            [
+                "inspect",
+                "--model",
+                str(run),
+                "--config",
+                str(wrong),
+                "--steps",
+                "5",
+                "--out",
+                str(tmp_path / "i.png"),
+            ]
+        )
+        == 2
+    )
+    assert (
+        main(
+            [
+                "inspect",
+                "--model",
+                str(run),
+                "--config",
+                str(cfg),
+                "--steps",
+                "5",
+                "--out",
+                str(tmp_path / "i.png"),
+            ]
+        )
+        == 0
+    )
 
 
 # -- ablate --------------------------------------------------------------------------------------------------
