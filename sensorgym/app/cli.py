@@ -215,6 +215,11 @@ def _train(args: argparse.Namespace) -> int:
     if args.resume:
         from .config import UserError, parse_config
 
+        if args.critic:
+            raise UserError(
+                f"--critic {args.critic}: resuming continues the run in {out} with its own critic. Fix: drop "
+                "--critic, or start a new run in another --out."
+            )
         if args.config:
             print(f"(--config {args.config} is not used: resuming continues with {out / 'config.json'})")
         try:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import shutil
 import signal
 import threading
 import time
@@ -701,6 +702,15 @@ def train_from_config(
                 "`sensorgym train` wrote (it holds config.json and checkpoint/), or drop --resume."
             )
         cfg = parse_config(json.loads((out / "config.json").read_text()))
+        if seed is not None and int(seed) != cfg.algorithm.seed:
+            raise UserError(
+                f"--seed {seed}: the run in {out} trains with seed {cfg.algorithm.seed}, and resuming "
+                "continues it. Fix: drop --seed, or start a new run in another --out."
+            )
+    else:
+        # a fresh run in a folder that holds an older one: its checkpoint belongs to the old config, and a
+        # resume after an early interrupt would pair the two
+        shutil.rmtree(out / "checkpoint", ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     algorithm = cfg.raw.setdefault("algorithm", {})
     if timesteps is not None:

@@ -356,3 +356,31 @@ def test_embedded_defaults_are_the_shipped_example_configs(name):
     assert embedded == (ROOT / "examples" / "configs" / f"{name}.toml").read_text()
     cfg = load_config(ROOT / "examples" / "configs" / f"{name}.toml")
     assert cfg.sensors
+
+
+def test_resume_refuses_flags_it_would_ignore_and_a_fresh_run_drops_a_stale_checkpoint(
+    tmp_path, capsys, monkeypatch
+):
+    cfg = tiny_config(tmp_path, "")
+    run = tmp_path / "run"
+    assert main(["train", "--config", str(cfg), "--out", str(run), "--no-progress"]) == 0
+    assert (run / "checkpoint" / "model.zip").exists()
+    capsys.readouterr()
+    # --critic and --seed on a resume would be silently ignored, or relabel the run (found by a review)
+    for flags, word in ((["--critic", "symmetric"], "--critic"), (["--seed", "7"], "--seed 7")):
+        assert main(["train", "--out", str(run), "--resume", "--no-progress", *flags]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and word in err[0] and "Fix:" in err[0], err
+    assert json.loads((run / "config.json").read_text())["algorithm"].get("seed", 0) == 0
+    # a fresh run in the same folder: the old checkpoint is removed before the new run starts, so an
+    # interrupt before its first checkpoint cannot leave the new config paired with the old checkpoint
+    import sensorgym.app.training as training
+    from sensorgym.app.config import load_config
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "train_ppo", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        training.train_from_config(load_config(cfg), run)
+    assert not (run / "checkpoint").exists()
