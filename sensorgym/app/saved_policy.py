@@ -20,7 +20,57 @@ import numpy as np
 
 from .config import UserError
 
-__all__ = ["SavedPolicy"]
+__all__ = ["SavedPolicy", "policy_input_differences"]
+
+
+def policy_input_differences(trained: Any, other: Any) -> list[str]:
+    """What ``other`` (a config) changes in what the policy trained under ``trained`` reads, besides the
+    imperfection levels: the env, the number of envs (the evaluation's episodes), the policy's sensors, their
+    class, and every option that says what is measured (key, index, shape, body, joints, ...,
+    ``history_length``). Levels (noise, bias, delay, jitter, resolution, random walk, sampler options,
+    padding, NaN policy) may change. Empty: a paired comparison is meaningful.
+
+    Example:
+        >>> from sensorgym.app.config import parse_config
+        >>> base = {"sensors": {"a": {"type": "StateSensorOptions", "key": "obs", "index": [0, 1]}}}
+        >>> swapped = {"sensors": {"a": {"type": "StateSensorOptions", "key": "obs", "index": [1, 0],
+        ...                              "noise": 0.1}}}
+        >>> policy_input_differences(parse_config(base), parse_config(swapped))
+        ['sensors.a.index: [0, 1] -> [1, 0]']
+    """
+    import dataclasses
+
+    from ..core.options import SimpleSensorOptions
+
+    levels = {f.name for f in dataclasses.fields(SimpleSensorOptions)} - {"history_length"}
+    out = []
+    for what, a, b in (
+        ("env.id", trained.env.id, other.env.id),
+        ("env.n_envs", trained.env.n_envs, other.env.n_envs),
+    ):
+        if a != b:
+            out.append(f"{what}: {a!r} -> {b!r}")
+    names_a = trained.policy if trained.policy is not None else list(trained.sensors)
+    names_b = other.policy if other.policy is not None else list(other.sensors)
+    if names_a != names_b:
+        return [*out, f"policy sensors: {names_a} -> {names_b}"]
+    for name in names_a:
+        a, b = trained.sensors[name], other.sensors[name]
+        if type(a) is not type(b):
+            out.append(f"sensors.{name}: {type(a).__name__} -> {type(b).__name__}")
+            continue
+        for f in dataclasses.fields(a):
+            if f.name not in levels and getattr(a, f.name) != getattr(b, f.name):
+                out.append(
+                    f"sensors.{name}.{f.name}: {_plain(getattr(a, f.name))} -> {_plain(getattr(b, f.name))}"
+                )
+    if trained.policy_age != other.policy_age:
+        out.append(f"policy.age: {trained.policy_age} -> {other.policy_age}")
+    return out
+
+
+def _plain(value: Any) -> str:
+    return repr(list(value) if isinstance(value, tuple) else value)
 
 
 class SavedPolicy:

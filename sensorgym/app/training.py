@@ -778,6 +778,17 @@ def evaluate_saved(
         raise UserError(f"run directory {run_dir} {what}. {fix}")
     trained = parse_config(json.loads((run_dir / "config.json").read_text()))
     saved = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
+    if cfg is not None:
+        from .saved_policy import policy_input_differences
+
+        changed = policy_input_differences(trained, cfg)
+        if changed:
+            raise UserError(
+                f"{config_name or 'the eval config'} changes what the policy in {run_dir} reads, not only "
+                f"imperfection levels: {'; '.join(changed)}. The score would not compare with the trained "
+                "one. Fix: change only levels (noise, bias, delay, jitter, resolution, random_walk, "
+                "update_period, dropout, [latency], ...)."
+            )
     cfg = cfg or trained
     seed = seed if seed is not None else saved.get("eval_seed", eval_seed(trained.algorithm.seed))
     episodes = episodes or saved.get("eval_episodes") or cfg.algorithm.eval_episodes

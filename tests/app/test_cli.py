@@ -119,6 +119,15 @@ def test_train_then_eval_round_trip_and_train_clean_test_noisy(tmp_path, capsys)
         (tmp_path / "tiny.toml").read_text().replace("history_length = 2", "history_length = 4"),
     )
     assert main(["eval", str(run), "--config", str(wrong), "--episodes", "1"]) == 2
+    # the same shape but another input, or other envs (other episodes): not a paired comparison either
+    tiny = (tmp_path / "tiny.toml").read_text()
+    for name, text in (("swapped", tiny.replace("index = [0, 1]", "index = [1, 0]")),
+                       ("fewer", tiny.replace("n_envs = 2", "n_envs = 1"))):  # fmt: skip
+        assert text != tiny
+        capsys.readouterr()
+        assert main(["eval", str(run), "--config", str(write(tmp_path / f"{name}.toml", text))]) == 2
+        err = capsys.readouterr().err
+        assert ("index" if name == "swapped" else "n_envs") in err and "Fix:" in err
 
     # inspect --model drives the policy as training and eval do: normalized with the run's VecNormalize
     # statistics (a review found it fed raw observations), and refuses a config of another policy shape
