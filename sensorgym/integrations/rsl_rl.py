@@ -58,6 +58,7 @@ class RslRlVecEnv(VecEnv):
         device: device of the returned tensors (default: the env's device, else CPU).
         critic_input: observation keys the critic reads, ``("policy", "critic")`` (default) or
             ``("critic",)``; :attr:`obs_groups` is the matching runner config.
+        seed: seed of the env's first reset (rsl_rl never passes one), for reproducible runs; None: unseeded.
 
     Example: see the module docstring.
     """
@@ -69,6 +70,7 @@ class RslRlVecEnv(VecEnv):
         device: str | torch.device | None = None,
         *,
         critic_input: str | Sequence[str] = DEFAULT_CRITIC_INPUT,
+        seed: int | None = None,
     ) -> None:
         self._stepper = SameStepStepper(venv, "RslRlVecEnv", device)
         self.venv = venv
@@ -77,7 +79,8 @@ class RslRlVecEnv(VecEnv):
         self.num_actions = gym.spaces.flatdim(venv.single_action_space)
         self.device = self._stepper.device
         self.cfg: dict[str, Any] = {}
-        self._obs = self._group(self._stepper.reset())
+        # rsl_rl's runner never resets with a seed: the first reset takes ``seed`` (None: unseeded)
+        self._obs = self._group(self._stepper.reset(seed))
         self._clock = EpisodeClock(venv, max_episode_length)
         if self._clock.max_episode_length is None:
             raise ValueError(

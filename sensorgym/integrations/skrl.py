@@ -59,6 +59,8 @@ class SkrlWrapper(Wrapper):
         venv: e.g. a :class:`~sensorgym.wrappers.SensorObservation` (SAME_STEP or DISABLED autoreset).
         device: device of the returned tensors (default: the env's device, else CPU).
         critic_input: what ``state()`` holds: ``("policy", "critic")`` (default) or ``("critic",)``.
+        seed: seed of the env's first reset (skrl's trainer never passes one), for reproducible runs; None:
+            unseeded.
 
     Example: see the module docstring.
     """
@@ -69,9 +71,11 @@ class SkrlWrapper(Wrapper):
         device: str | torch.device | None = None,
         *,
         critic_input: str | Sequence[str] = DEFAULT_CRITIC_INPUT,
+        seed: int | None = None,
     ) -> None:
         super().__init__(venv)
         self._stepper = SameStepStepper(venv, "SkrlWrapper", device)
+        self._seed = seed  # skrl's trainer never resets with a seed: the first reset takes this one
         self._device = self._stepper.device
         self.critic_input = resolve_critic_input(critic_input, "SkrlWrapper")
         self._state_space = critic_space(venv.single_observation_space, self.critic_input)
@@ -96,7 +100,7 @@ class SkrlWrapper(Wrapper):
     def reset(self) -> tuple[torch.Tensor, dict[str, Any]]:
         # vector envs autoreset: skrl calls reset() once at the start of training
         if self._obs is None:
-            self._obs = self._stepper.reset()
+            self._obs = self._stepper.reset(seed=self._seed)
         return self._obs["policy"], {}
 
     def step(self, actions: torch.Tensor):

@@ -166,3 +166,32 @@ def test_rl_games_central_value_one_epoch(tmp_path, critic_input, width):
     before = _param_snapshot(cv)
     agent.train()
     assert _changed(before, cv)
+
+
+@pytest.mark.parametrize("adapter", ["rsl_rl", "skrl"])
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_seeded_adapter_starts_from_the_same_state(adapter, batched):
+    """rsl_rl's runner and skrl's trainer never reset with a seed: the adapter's ``seed`` makes a run's first
+    observations (and so the run) reproducible; without it they come from OS entropy."""
+    sensors = {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.05)}
+
+    def make():
+        if batched:
+            return SensorObservation(BatchedPendulumEnv(3, autoreset_mode="SameStep"), sensors, seed=0)
+        return make_sensor_vec("Pendulum-v1", 3, sensors, autoreset_mode="SameStep", seed=0)
+
+    if adapter == "rsl_rl":
+        pytest.importorskip("rsl_rl")
+        from sensorgym.integrations.rsl_rl import RslRlVecEnv
+
+        def first(seed):
+            return RslRlVecEnv(make(), seed=seed).get_observations()["critic"]
+    else:
+        pytest.importorskip("skrl")
+        from sensorgym.integrations.skrl import SkrlWrapper
+
+        def first(seed):
+            return SkrlWrapper(make(), seed=seed).reset()[0]
+
+    assert torch.equal(first(3), first(3))
+    assert not torch.equal(first(3), first(4))
