@@ -445,7 +445,9 @@ def _eval_callback(
     make_eval_env: Callable[[], Any], every: int, episodes: int, train_env: Any, until: int
 ) -> Any:
     """Evaluate every ``every`` timesteps before step ``until`` (where the final score takes over) on the
-    final evaluation's envs, and log ``eval/mean_return`` (TensorBoard)."""
+    final evaluation's envs, and log ``eval/mean_return`` (TensorBoard). A point is taken at the first
+    rollout boundary at or after each multiple of ``every``, after that rollout's update: the point at
+    ``n`` steps scores the policy trained on those ``n`` steps."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     class PeriodicEval(BaseCallback):
@@ -455,8 +457,14 @@ def _eval_callback(
             self.history: list[tuple[int, float]] = []
 
         def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_start(self) -> None:
+            # here the previous rollout's update is done: the policy has learned from num_timesteps steps
+            # (evaluating in _on_step, mid-collection, scored the policy of one rollout earlier)
             if self.next_at <= self.num_timesteps < until:
-                self.next_at += every
+                while self.next_at <= self.num_timesteps:
+                    self.next_at += every
                 env = make_eval_env()
                 if hasattr(train_env, "obs_rms"):
                     env.obs_rms = train_env.obs_rms
@@ -464,7 +472,6 @@ def _eval_callback(
                 env.close()
                 self.history.append((self.num_timesteps, mean))
                 self.logger.record("eval/mean_return", mean)
-            return True
 
     return PeriodicEval()
 

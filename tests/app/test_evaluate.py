@@ -47,3 +47,32 @@ def test_each_env_contributes_its_first_episodes():
     env.close()
     assert sorted(returns) == [2.0, 2.0, 40.0, 40.0]
     assert np.mean(returns) == 21.0
+
+
+def test_a_learning_curve_point_scores_the_policy_trained_on_its_steps(monkeypatch):
+    """The point at n steps is taken after the update on those n steps (it was taken mid-rollout, before
+    the update, so every point showed the policy of one rollout earlier)."""
+    import sensorgym.app.training as training
+
+    seen = []
+    real = training.evaluate
+
+    def spy(model, env, episodes, deterministic=True):
+        seen.append((model.num_timesteps, model._n_updates))
+        return real(model, env, episodes, deterministic)
+
+    monkeypatch.setattr(training, "evaluate", spy)
+    result = training.train_ppo(
+        "Pendulum-v1",
+        {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])},
+        timesteps=512,
+        n_envs=2,
+        seed=0,
+        eval_episodes=1,
+        eval_every=128,
+        ppo_kwargs={"n_steps": 64, "batch_size": 64, "n_epochs": 1},
+    )
+    points = seen[:-1]  # the last call is the final score
+    assert [steps for steps, _ in points] == [128, 256, 384]
+    assert all(updates == steps // 128 for steps, updates in points)  # one epoch per 128-step rollout
+    assert [steps for steps, _ in result["eval_history"]] == [128, 256, 384]
