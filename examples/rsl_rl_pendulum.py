@@ -1,7 +1,9 @@
 """rsl_rl with an asymmetric critic on the batched torch pendulum.
 
 The sensor observation's ``"policy"`` and ``"critic"`` become rsl_rl observation groups;
-``OBS_GROUPS`` points the actor at ``["policy"]`` and the critic at ``["policy", "critic"]``. Run:
+``OBS_GROUPS`` points the actor at ``["policy"]`` and the critic at ``["policy", "critic"]``. The algorithm
+is ``TerminalValuePPO``: rsl_rl's PPO, except that a time-out is bootstrapped from the episode's terminal
+state (rsl_rl's own uses the value before the last step). Run:
 
     python examples/rsl_rl_pendulum.py --iterations 50
 """
@@ -34,12 +36,17 @@ def main(argv: list[str] | None = None) -> None:
         },
         seed=0,
     )
-    env = RslRlVecEnv(venv)
+    env = RslRlVecEnv(venv, seed=0)
     cfg = {
         "num_steps_per_env": 24,
         "save_interval": 10_000,
         "obs_groups": dict(OBS_GROUPS),
-        "algorithm": {"class_name": "PPO", "num_learning_epochs": 5, "num_mini_batches": 4, "gamma": 0.95},
+        "algorithm": {
+            "class_name": "sensorgym.integrations.rsl_rl:TerminalValuePPO",
+            "num_learning_epochs": 5,
+            "num_mini_batches": 4,
+            "gamma": 0.95,
+        },
         "actor": {
             "class_name": "MLPModel",
             "hidden_dims": [64, 64],

@@ -1,7 +1,9 @@
 """skrl PPO whose critic reads the privileged ``states`` (the sensor observation's ``"critic"``).
 
 ``SkrlWrapper`` exposes ``observation_space`` = the measured readings and ``state_space`` / ``state()`` =
-ground truth + env state, which skrl's trainers hand to the agent as ``states``. Run:
+ground truth + env state, which skrl's trainers hand to the agent as ``states``. The agent is
+``SensorPPO``: skrl's PPO, except that a time-out is bootstrapped from the episode's terminal state (skrl's
+own PPO uses the next episode's first state there). Run:
 
     python examples/skrl_pendulum.py --timesteps 2000
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from skrl.agents.torch.ppo import PPO, PPO_CFG
+from skrl.agents.torch.ppo import PPO_CFG
 from skrl.memories.torch import RandomMemory
 from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
 from skrl.trainers.torch import SequentialTrainer
@@ -19,7 +21,7 @@ from torch import nn
 
 import sensorgym as sg
 from sensorgym.envs import BatchedPendulumEnv
-from sensorgym.integrations.skrl import SkrlWrapper
+from sensorgym.integrations.skrl import SensorPPO, SkrlWrapper
 from sensorgym.wrappers import SensorObservation
 
 
@@ -81,12 +83,13 @@ def main(argv: list[str] | None = None) -> None:
                 )
             },
             seed=0,
-        )
+        ),
+        seed=0,  # the env's first reset (skrl's trainer passes no seed)
     )
     models = {"policy": Policy(env), "value": Value(env)}
     cfg = PPO_CFG(rollouts=32, learning_epochs=4, mini_batches=4, discount_factor=0.95)
     cfg.experiment.directory = args.out  # skrl's default is ./runs in the working directory
-    agent = PPO(
+    agent = SensorPPO(
         models=models,
         memory=RandomMemory(memory_size=32, num_envs=env.num_envs, device=env.device),
         observation_space=env.observation_space,
