@@ -154,6 +154,8 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
             ) from None
         except (ValueError, KeyError, IndexError) as e:
             text = _one_line(e)
+            if "cannot infer the control step" in text:  # the wrapper's fix names its Python keyword
+                text = text.split(" Fix:")[0] + " Fix: add dt = <seconds per step> to [env], e.g. dt = 0.02."
             fix = (
                 ""
                 if "Fix:" in text

@@ -2,7 +2,8 @@
 
 A config is a mapping with these tables (all but ``sensors`` optional)::
 
-    [env]        id = "Pendulum-v1", n_envs = 4, vectorization = "sync", kwargs = {...}
+    [env]        id = "Pendulum-v1", n_envs = 4, vectorization = "sync", kwargs = {...},
+                 dt = 0.02 (only for an env that does not give its control step)
     [sensors.<name>]
                  type = "StateSensorOptions" (an options class name), then any option of that class;
                  a distribution is written {dist = "LogUniform", low = 0.01, high = 0.1}
@@ -108,6 +109,8 @@ class EnvConfig:
     id: str = "Pendulum-v1"
     n_envs: int = 4
     vectorization: str = "sync"
+    #: the control step in seconds, for an env that does not give one (no ``dt``, no ``metadata["dt"]``)
+    dt: float | None = None
     kwargs: dict = field(default_factory=dict)
 
 
@@ -308,13 +311,18 @@ def _parse(raw: Mapping[str, Any]) -> Config:
         )
     sensors = {name: _sensor(name, value, f"sensors.{name}") for name, value in sensors_raw.items()}
 
-    e = _table(top.get("env"), "env", ["id", "n_envs", "vectorization", "kwargs"])
+    e = _table(top.get("env"), "env", ["id", "n_envs", "vectorization", "kwargs", "dt"])
     env = EnvConfig(
         id=_typed(e, "env", "id", str, "Pendulum-v1"),
         n_envs=_typed(e, "env", "n_envs", int, 4),
         vectorization=_typed(e, "env", "vectorization", str, "sync"),
         kwargs=dict(_typed(e, "env", "kwargs", dict, {})),
+        dt=e.get("dt"),
     )
+    if env.dt is not None and (
+        isinstance(env.dt, bool) or not isinstance(env.dt, (int, float)) or env.dt <= 0
+    ):
+        raise _err("env.dt", env.dt, "must be a number of seconds > 0", "write e.g. dt = 0.02")
     if env.n_envs < 1:
         raise _err("env.n_envs", env.n_envs, "must be >= 1", "write n_envs = 4")
     if env.vectorization not in ("sync", "async"):

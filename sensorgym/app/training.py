@@ -339,6 +339,7 @@ def make_sensor_env(
             envs,
             latency.delay,
             latency.jitter,
+            dt=sensor_kwargs.get("dt"),
             initial_action=np.asarray(initial) if isinstance(initial, list) else initial,
             seed=seed,
         )
@@ -370,6 +371,7 @@ def config_env_kwargs(cfg: Any) -> dict[str, Any]:
     """
     return dict(
         env_kwargs=cfg.env.kwargs,
+        **({"dt": cfg.env.dt} if cfg.env.dt is not None else {}),
         latency=cfg.latency,
         policy=cfg.policy,
         critic=cfg.critic.sensors,
@@ -507,6 +509,7 @@ def train_ppo(
     checkpoint_every: int = 0,
     resume: bool = False,
     interruptible: bool = False,
+    dt: float | None = None,
 ) -> dict[str, Any]:
     """Train PPO with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` + ``"critic"``)
     critic and evaluate it, optionally under a different sensor configuration (``eval_sensors``).
@@ -531,6 +534,7 @@ def train_ppo(
     ``eval_returns``, ``eval_episodes``, ``eval_seed``), ``timesteps`` (trained),
     ``timesteps_budget``, ``rollout_steps``, timings and the settings of the run.
     """
+    import gymnasium as gym
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
 
@@ -546,6 +550,7 @@ def train_ppo(
         critic_randomization=critic_randomization,
         policy_age=list(policy_age or []),
         critic_age=list(critic_age or []),
+        **({"dt": dt} if dt is not None else {}),  # the control step, for an env that does not give it
     )
 
     def make_env(sensor_set: Mapping[str, SensorOptions], env_seed: int, training: bool) -> Any:
@@ -562,6 +567,10 @@ def train_ppo(
         return _normalized(env, kwargs["gamma"], training) if normalize else env
 
     env = make_env(sensors, seed, True)
+    if not isinstance(env.action_space, gym.spaces.Box) and "use_sde" not in (ppo_kwargs or {}):
+        # the default's gSDE needs continuous actions: a discrete-action env (CartPole) trains without it
+        kwargs.pop("use_sde", None)
+        kwargs.pop("sde_sample_freq", None)
     ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
     if resume and ckpt is not None and (ckpt / "model.zip").exists():
         model, env = load_checkpoint(ckpt, env, tensorboard_log)
@@ -648,6 +657,7 @@ def config_train_kwargs(cfg: Any) -> dict[str, Any]:
         latency=cfg.latency,
         policy_age=cfg.policy_age,
         critic_age=cfg.critic_age,
+        dt=cfg.env.dt,
     )
 
 

@@ -393,3 +393,19 @@ def test_resume_refuses_flags_it_would_ignore_and_a_fresh_run_drops_a_stale_chec
     with pytest.raises(KeyboardInterrupt):
         training.train_from_config(load_config(cfg), run)
     assert not (run / "checkpoint").exists()
+
+
+def test_a_discrete_action_env_without_a_control_step_trains_with_env_dt(tmp_path):
+    """CartPole gives no dt (the config's [env] dt supplies it) and has discrete actions (the default PPO
+    settings' gSDE is dropped for it)."""
+    text = (
+        '[env]\nid = "CartPole-v1"\nn_envs = 2\ndt = 0.02\n'
+        '[sensors.pole]\ntype = "StateSensorOptions"\nkey = "obs"\nindex = [2, 3]\nnoise = 0.01\n'
+        "[algorithm]\ntimesteps = 128\neval_episodes = 1\n"
+        "kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }\n"
+    )
+    cfg = write(tmp_path / "cartpole.toml", text)
+    run = tmp_path / "run"
+    assert main(["train", "--config", str(cfg), "--out", str(run), "--no-progress"]) == 0
+    assert json.loads((run / "config.json").read_text())["env"]["dt"] == 0.02
+    assert main(["eval", str(run), "--episodes", "1"]) == 0

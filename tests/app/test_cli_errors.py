@@ -79,6 +79,8 @@ def _one_line_error(capsys, argv: list[str]) -> str:
             ["vector-only", "Fix: use a single-env"],
         ),
         ("n_envs = 2", 'n_envs = 2\nvectorization = "async"', ["env.vectorization = 'async'", "Fix: write"]),
+        ('id = "Pendulum-v1"', 'id = "CartPole-v1"', ["cannot infer the control step", "Fix: add dt = "]),
+        ("n_envs = 2", "n_envs = 2\ndt = -1", ["env.dt = -1", "Fix: write e.g. dt = 0.02"]),
         ("n_epochs = 1 }", "n_epochs = 1 }\n[sweep]\nseeds = [0, 0]", ["sweep.seeds = [0, 0]", "repeated"]),
         (
             "n_epochs = 1 }",
