@@ -155,38 +155,9 @@ def test_train_then_eval_round_trip_and_train_clean_test_noisy(tmp_path, capsys)
         {"policy": raw["policy"].astype(np.float32), "critic": critic}, deterministic=True
     )
     assert not np.array_equal(expected[0], unnormalized[0])  # the statistics matter for this input
-    assert (
-        main(
-            [
-                "inspect",
-                "--model",
-                str(run),
-                "--config",
-                str(wrong),
-                "--steps",
-                "5",
-                "--out",
-                str(tmp_path / "i.png"),
-            ]
-        )
-        == 2
-    )
-    assert (
-        main(
-            [
-                "inspect",
-                "--model",
-                str(run),
-                "--config",
-                str(cfg),
-                "--steps",
-                "5",
-                "--out",
-                str(tmp_path / "i.png"),
-            ]
-        )
-        == 0
-    )
+    inspect = ["inspect", "--model", str(run), "--steps", "5", "--out", str(tmp_path / "i.png")]
+    assert main([*inspect, "--config", str(wrong)]) == 2
+    assert main([*inspect, "--config", str(cfg)]) == 0
 
 
 # -- ablate --------------------------------------------------------------------------------------------------
