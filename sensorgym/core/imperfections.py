@@ -175,7 +175,6 @@ class HardwareImperfections:
         #: ``"torch"`` or ``"numpy"``: the executor of the kernel (decided by the manager at build)
         self.executor = "torch" if compiled else executor
         self._data: tuple[Any, Any] = (None, None)  # the last data tensor and its numpy view
-        self._source: tuple[Any, Any] = (None, None)  # the last source tensor and its numpy view
         self.random_walk_state: torch.Tensor | None = None
         self.scratch: torch.Tensor | None = None
         if params.has_component_params:
@@ -191,8 +190,8 @@ class HardwareImperfections:
     def __getstate__(self) -> dict:
         # numpy views (bound arguments, the last data buffer's view) would not share a copy's memory
         return {
-            **self.__dict__, "_data": (None, None), "_source": (None, None), "numpy_walk_args": None,
-            "numpy_other_args": None,
+            **self.__dict__, "_data": (None, None), "numpy_walk_args": None, "numpy_other_args": None,
+            "numpy_raw_source": None,
         }  # fmt: skip
 
     def fold_raw_copy(self, source: torch.Tensor | None) -> None:
@@ -200,6 +199,7 @@ class HardwareImperfections:
         :func:`apply_default_hardware_imperfections` instead of a copy in the working buffer: the hook then
         skips that copy (one pass less per step)."""
         self.raw_source = source
+        self.plan()  # binds its numpy view on the numpy executor
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -218,6 +218,7 @@ class HardwareImperfections:
     def plan(self) -> None:
         """Bind the kernel's arguments: an absent imperfection is None (skipped)."""
         p = self.params
+        self.numpy_raw_source = numpy_view(self.raw_source) if self.executor == "numpy" else None
         if not p.has_component_params:  # nothing to apply (e.g. an integer intermediate dtype)
             self.has_walk, self.walk_args, self.other_args = False, (None,) * 4, (None,) * 5
             self.numpy_walk_args, self.numpy_other_args = self.walk_args, self.other_args
@@ -258,12 +259,9 @@ class HardwareImperfections:
                 view = numpy_view(data)
                 self._data = (data, view)
             rows = numpy_view(reset_mask) if self.has_walk else None
-            src = None
-            if source is not None:
-                last, src = self._source
-                if source is not last:
-                    src = numpy_view(source)
-                    self._source = (source, src)
+            src = source if source is None else (
+                self.numpy_raw_source if source is self.raw_source else numpy_view(source)
+            )  # fmt: skip
             imperfection_kernel(NUMPY, view, *self.numpy_walk_args, rows, *self.numpy_other_args, src)
         else:
             rows = reset_mask if self.has_walk else None
