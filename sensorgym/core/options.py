@@ -188,6 +188,40 @@ def _probability(options: SensorOptions, name: str, value: Any) -> float | Distr
     return float(probability)
 
 
+def _burst(options: SensorOptions, name: str, value: Any) -> float | Distribution | None:
+    """``None``, or a mean burst length ``L >= 1`` (samples) with which the loss chain can keep the loss
+    fraction ``p = dropout`` (checked before it): ``q = p / (L (1 - p)) <= 1``, i.e. ``p <= L / (L + 1)``."""
+    if value is None:
+        return None
+    fix = f"pass {name}=None (independent losses) or a mean run length >= 1, e.g. {name}=4.0"
+    if isinstance(value, Distribution):
+        lo, hi = value.bounds
+        if not (lo >= 1 and math.isfinite(hi)):
+            raise options._err(name, value, f"it can produce {lo if lo < 1 else hi}, outside [1, inf)", fix)
+    elif not _is_number(value):
+        raise TypeError(
+            f"{type(options).__name__}.{name}={value!r} is invalid: expected a mean number of lost samples "
+            f"per burst as a float or a Distribution. Fix: {fix}."
+        )
+    else:
+        value = float(as_real(value))
+        if not (math.isfinite(value) and value >= 1.0):
+            raise options._err(name, value, "a mean burst length must be a finite number >= 1", fix)
+        lo = value
+    p = bounds_of(options.dropout)[1]
+    if p > lo / (lo + 1.0) + 1e-12:
+        q = p / (lo * (1.0 - p))
+        raise options._err(
+            name,
+            value,
+            f"with dropout up to {p:g}, a kept sample would have to be followed by a lost one with "
+            f"probability q = p / (L (1 - p)) = {q:.3g} > 1",
+            f"lower dropout to at most L / (L + 1) = {lo / (lo + 1.0):.4g}, or raise {name} to at least "
+            f"p / (1 - p) = {p / (1.0 - p):.4g}",
+        )
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class SensorOptions:
     """Time options shared by every sensor.
@@ -217,10 +251,16 @@ class SensorOptions:
             ``phi ~ U[0, T)`` per env at every reset, so the samplers of a batch are not in lock-step.
         dropout: probability in ``[0, 1)`` that a due sample is lost (the previous sample is held);
             drawn per env per due sample (every step when ``T <= dt``); the reset sample is never lost.
+        dropout_burst: mean length ``L >= 1`` of a run of lost samples (SPEC 5.1). ``None`` (default):
+            losses are independent. Given: per env and sensor, over the due samples, a lost sample is
+            followed by another with probability ``1 - 1/L`` and a kept one by a lost one with
+            probability ``q = p / (L (1 - p))`` (``p = dropout``, ``q <= 1``), so the long-run loss fraction
+            stays ``p`` and runs of losses last ``L`` samples on average. The reset sample is kept.
 
-        ``update_period``, ``update_phase`` and ``dropout`` may be distributions, resampled per env at
-        every reset; the defaults (``0.0``, ``None``, ``0.0``) change nothing, the random stream
-        included. :meth:`~sensorgym.Sensor.read_age` gives the age of the sample behind a reading.
+        ``update_period``, ``update_phase``, ``dropout`` and ``dropout_burst`` may be distributions,
+        resampled per env at every reset; the defaults (``0.0``, ``None``, ``0.0``, ``None``) change
+        nothing, the random stream included. :meth:`~sensorgym.Sensor.read_age` gives the age of the
+        sample behind a reading.
 
     Example:
         >>> import sensorgym as sg
@@ -237,9 +277,12 @@ class SensorOptions:
     update_period: TimeValue = 0.0
     update_phase: TimeValue | None = None
     dropout: TimeValue = 0.0
+    dropout_burst: TimeValue | None = None
 
     #: fields whose value may be a Distribution
-    randomizable: ClassVar[tuple[str, ...]] = ("delay", "jitter", "update_period", "update_phase", "dropout")
+    randomizable: ClassVar[tuple[str, ...]] = (
+        "delay", "jitter", "update_period", "update_phase", "dropout", "dropout_burst",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         self._validate()
@@ -281,6 +324,7 @@ SensorOptions._field_checks = (
     ("update_period", _time),
     ("update_phase", _optional_time),
     ("dropout", _probability),
+    ("dropout_burst", _burst),
 )
 
 
@@ -290,27 +334,51 @@ class SimpleSensorOptions(SensorOptions):
 
     Each imperfection is a number (all components), one value per component, or a
     :class:`~sensorgym.Distribution` (sampled per env and component at every reset); a per-component
-    sequence may itself hold distributions. Order at the output stage: random walk, noise, bias,
-    resolution.
+    sequence may itself hold distributions. Order at the output stage: scale factor, drift (random walk
+    plus Gauss-Markov bias), white noise and low-pass filter, bias, resolution (docs/error_model.md).
+
+    ``T_s`` below is the sensor's own sample interval: ``update_period`` when it is given (> 0, also below
+    ``dt``), else ``dt``; ``n = max(dt / T_s, 1)`` of its samples fall in one control step.
 
     Args:
-        noise: std of zero-mean Gaussian noise drawn every step.
+        noise: std of zero-mean Gaussian noise per sample.
         bias: constant offset added to the output.
         random_walk: std of the per-step increment of a drift accumulator added to the output (zeroed at
             every reset).
         resolution: quantization step ``r``: the output is ``round(x / r) * r`` (half to even) where
             ``r > 0``.
+        noise_density: white noise density ``N`` (unit/sqrt(Hz)): per-sample std ``N / sqrt(T_s)``
+            (Kalibr's convention). Exclusive with ``noise`` per component.
+        random_walk_density: bias random walk ``K`` (unit/s/sqrt(Hz), Kalibr's ``random_walk``): the drift
+            accumulator's increment per control step has std ``K * sqrt(dt)``. Exclusive with
+            ``random_walk`` per component.
+        bias_instability: std ``sigma_g`` of a first-order Gauss-Markov bias, drawn ``N(0, sigma_g^2)`` at
+            every reset and advanced every control step with ``phi = exp(-dt / tau_c)``.
+        bias_correlation_time: its correlation time ``tau_c`` (s), required (> 0) where
+            ``bias_instability > 0``.
+        scale_factor: scale-factor error ``k > -1``: the measured value is multiplied by ``1 + k``.
+        bandwidth: cut-off ``f_c`` (Hz) of the sensor's own first-order low-pass filter over its own
+            samples (0: none); it filters the white noise too, in closed form over the ``n`` samples of a
+            control step (SPEC 5.1).
 
     Example:
         >>> import sensorgym as sg
         >>> sg.SimpleSensorOptions(noise=0.01, bias=[0.0, 0.1, -0.1], resolution=0.05).bias
         (0.0, 0.1, -0.1)
+        >>> sg.SimpleSensorOptions(noise_density=1.7e-4, bandwidth=50.0, update_period=0.005).noise_density
+        0.00017
     """
 
     noise: ComponentValue = 0.0
     bias: ComponentValue = 0.0
     random_walk: ComponentValue = 0.0
     resolution: ComponentValue = 0.0
+    noise_density: ComponentValue = 0.0
+    random_walk_density: ComponentValue = 0.0
+    bias_instability: ComponentValue = 0.0
+    bias_correlation_time: ComponentValue = 0.0
+    scale_factor: ComponentValue = 0.0
+    bandwidth: ComponentValue = 0.0
 
     randomizable: ClassVar[tuple[str, ...]] = (
         *SensorOptions.randomizable,
@@ -318,9 +386,18 @@ class SimpleSensorOptions(SensorOptions):
         "bias",
         "random_walk",
         "resolution",
+        "noise_density",
+        "random_walk_density",
+        "bias_instability",
+        "bias_correlation_time",
+        "scale_factor",
+        "bandwidth",
     )
-    #: imperfections that must be >= 0 (bias may be negative)
-    _non_negative: ClassVar[tuple[str, ...]] = ("noise", "random_walk", "resolution")
+    #: imperfections that must be >= 0 (bias and scale_factor may be negative)
+    _non_negative: ClassVar[tuple[str, ...]] = (
+        "noise", "random_walk", "resolution", "noise_density", "random_walk_density", "bias_instability",
+        "bias_correlation_time", "bandwidth",
+    )  # fmt: skip
 
 
 def _component(options: SimpleSensorOptions, name: str, value: Any) -> ComponentValue:
@@ -373,7 +450,85 @@ def _component(options: SimpleSensorOptions, name: str, value: Any) -> Component
     return check_one(value, "")
 
 
+def _scale_factor(options: SimpleSensorOptions, name: str, value: Any) -> ComponentValue:
+    """A scale-factor error per component: ``k > -1`` (the measured value is multiplied by ``1 + k``)."""
+    value = _component(options, name, value)
+    for i, v in enumerate(_per_component(value)):
+        lo = bounds_of(v)[0]
+        if lo <= -1.0:
+            where = f"component {i}: " if isinstance(value, tuple) else ""
+            raise options._err(
+                name,
+                value,
+                f"{where}it can be {lo:g}; a gain 1 + k must stay positive, so k > -1",
+                "use a scale-factor error above -1, e.g. scale_factor=0.01 (1 %) or sg.Uniform(-0.02, 0.02)",
+            )
+    return value
+
+
+def _per_component(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _can_be_nonzero(v: Any) -> bool:
+    lo, hi = bounds_of(v)
+    return lo != 0.0 or hi != 0.0
+
+
+def _aligned(a: Any, b: Any) -> list[tuple[int, Any, Any]] | None:
+    """``[(component, a_i, b_i)]`` for two per-component values, None when their lengths disagree (the
+    check against the sensor's size at ``add_sensor`` then names the length)."""
+    ta, tb = _per_component(a), _per_component(b)
+    n = max(len(ta), len(tb))
+    if len(ta) not in (1, n) or len(tb) not in (1, n):
+        return None
+    return [(i, ta[i if len(ta) > 1 else 0], tb[i if len(tb) > 1 else 0]) for i in range(n)]
+
+
+def _exclusive_with(other: str) -> Callable[..., ComponentValue]:
+    """A density option that may not be non-zero where ``other`` (its per-step twin) is."""
+
+    def check(options: SimpleSensorOptions, name: str, value: Any) -> ComponentValue:
+        value = _component(options, name, value)
+        for i, a, b in _aligned(getattr(options, other), value) or []:
+            if _can_be_nonzero(a) and _can_be_nonzero(b):
+                where = f" (component {i})" if isinstance(value, tuple) or isinstance(
+                    getattr(options, other), tuple
+                ) else ""  # fmt: skip
+                raise options._err(
+                    name,
+                    value,
+                    f"{other}={getattr(options, other)!r} and {name} are both non-zero{where}; they are "
+                    f"two units of the same error term",
+                    f"give one of {other} (per step) or {name} (per sqrt(Hz)) and set the other to 0.0",
+                )
+        return value
+
+    return check
+
+
+def _correlation_time(options: SimpleSensorOptions, name: str, value: Any) -> ComponentValue:
+    """``tau_c``: required (> 0) wherever ``bias_instability`` can be non-zero."""
+    value = _component(options, name, value)
+    for i, sigma, tau in _aligned(options.bias_instability, value) or []:
+        if _can_be_nonzero(sigma) and bounds_of(tau)[0] <= 0.0:
+            where = f" (component {i})" if isinstance(value, tuple) else ""
+            raise options._err(
+                name,
+                value,
+                f"bias_instability={options.bias_instability!r} needs a correlation time > 0{where}",
+                "give bias_correlation_time in seconds, e.g. bias_correlation_time=100.0",
+            )
+    return value
+
+
 SimpleSensorOptions._field_checks = (
     *SensorOptions._field_checks,
     *((name, _component) for name in ("noise", "bias", "random_walk", "resolution")),
+    ("noise_density", _exclusive_with("noise")),
+    ("random_walk_density", _exclusive_with("random_walk")),
+    ("bias_instability", _component),
+    ("bias_correlation_time", _correlation_time),
+    ("scale_factor", _scale_factor),
+    ("bandwidth", _component),
 )
