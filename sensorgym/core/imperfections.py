@@ -35,6 +35,7 @@ import torch
 from .xp import NUMPY, TORCH, numpy_view
 
 if TYPE_CHECKING:
+    from .error_model import ErrorModel
     from .metadata import SensorMetadata
     from .parameters import ParameterTable
 
@@ -76,19 +77,48 @@ def imperfection_kernel(
     resolution_step: Any,
     resolution_active: Any,
     source: Any = None,
+    scale: Any = None,
+    markov: Any = None,
+    lowpass: Any = None,
 ) -> None:
     """The one definition of the imperfections, on arrays of the executor ``xp``
     (:mod:`sensorgym.core.xp`): see :func:`hardware_imperfections` for the arguments."""
     # `x` is what the next operation reads: the raw value in `source` until the first write into `data`
     # (that write is the copy, so a folded copy costs no pass of its own), then `data` itself
     x = data if source is None else source
+    if scale is not None:  # scale-factor error: x (1 + k)
+        xp.mul(x, scale, data)
+        x = data
     if walk is not None:
         xp.add(walk, xp.mul(walk_draw, walk_std, scratch), walk)
         if reset_rows is not None:
             xp.fill_where(walk, reset_rows[:, None], 0.0)
         xp.add(x, walk, data)
         x = data
-    if noise_draw is not None:
+    if markov is not None:  # Gauss-Markov bias: g <- phi g + drive w; g = sigma_g w at a reset
+        state, draw, phi, drive, sigma = markov
+        xp.mul(state, phi, state)
+        xp.add(state, xp.mul(draw, drive, scratch), state)
+        if reset_rows is not None:
+            xp.select_into(state, reset_rows[:, None], xp.mul(draw, sigma, scratch))
+        xp.add(x, state, data)
+        x = data
+    if lowpass is not None:  # white noise through the sensor's filter, closed form over the step
+        state, decay, gain, step_std, start_std, update, spare = lowpass
+        if reset_rows is not None:  # the filter starts at the reset sample, at its stationary spread
+            xp.add(x, xp.mul(noise_draw, start_std, scratch), spare)
+        xp.mul(x, gain, scratch)
+        xp.mul(state, decay, data)  # (x is read: it may be `data`)
+        xp.add(data, scratch, data)
+        xp.add(data, xp.mul(noise_draw, step_std, scratch), data)
+        if reset_rows is not None:
+            xp.select_into(data, reset_rows[:, None], spare)
+        if update is None:  # every component filtered and every step due
+            xp.copy(state, data)
+        else:  # only where filtered and due: a component without a filter keeps y = 0
+            xp.select_into(state, update, data)
+        x = data
+    elif noise_draw is not None:
         xp.add(x, xp.mul(noise_draw, noise_std, scratch), data)
         x = data
     if bias is not None:
@@ -118,18 +148,26 @@ def hardware_imperfections(
     resolution_step: torch.Tensor | None,
     resolution_active: torch.Tensor | None,
     source: torch.Tensor | None = None,
+    scale: torch.Tensor | None = None,
+    markov: tuple | None = None,
+    lowpass: tuple | None = None,
 ) -> None:
-    """Random walk, noise, bias, resolution on ``data`` ``(B, cols)`` in place (None: absent), on torch
-    tensors (:func:`imperfection_kernel` with the torch executor; what ``torch.compile`` wraps).
+    """Scale factor, random walk, Gauss-Markov bias, noise (through the sensor's low-pass filter), bias,
+    resolution on ``data`` ``(B, cols)`` in place (None: absent), on torch tensors
+    (:func:`imperfection_kernel` with the torch executor; what ``torch.compile`` wraps).
 
     ``walk`` is the random-walk accumulator (advanced, and zeroed in ``reset_rows`` so a reset snapshot
     shows no drift); ``resolution_active`` None means every component is quantized. With ``source``, the
     value to corrupt is read from ``source`` and written to ``data`` (the copy folded into the first
-    operation; the same numbers as ``data.copy_(source)`` followed by the in-place call).
+    operation; the same numbers as ``data.copy_(source)`` followed by the in-place call). ``scale`` is
+    the gain ``1 + k``; ``markov`` is ``(state, draws, phi, drive, sigma_g)`` and ``lowpass`` ``(state,
+    a^m, 1 - a^m, step std, start std, update mask or None, scratch)``, the tables of
+    :class:`~sensorgym.core.error_model.ErrorModel` (with ``lowpass`` the noise runs through the filter
+    and ``noise_std`` is unused).
     """
     imperfection_kernel(
         TORCH, data, scratch, walk, walk_draw, walk_std, reset_rows, noise_draw, noise_std, bias,
-        resolution_step, resolution_active, source,
+        resolution_step, resolution_active, source, scale, markov, lowpass,
     )  # fmt: skip
 
 
@@ -182,6 +220,11 @@ class HardwareImperfections:
             self.scratch = torch.zeros_like(params.noise)
         self.noise_draw: torch.Tensor | None = None
         self.random_walk_draw: torch.Tensor | None = None
+        self.markov_draw: torch.Tensor | None = None
+        #: the class's SPEC 5.1 terms (:class:`~sensorgym.core.error_model.ErrorModel`), attached by its
+        #: storage once its sampler exists; None: the class uses none of them and pays nothing
+        self.model: ErrorModel | None = None
+        self._due: tuple = ()  # the filter's update mask, from the sampler's due samples (see plan)
         #: the GT slot the default hooks leave this step's raw value in, when the copy into the working
         #: buffer is folded into the kernel's first write (set by the class's storage; None: no fold)
         self.raw_source: torch.Tensor | None = None
@@ -191,8 +234,15 @@ class HardwareImperfections:
         # numpy views (bound arguments, the last data buffer's view) would not share a copy's memory
         return {
             **self.__dict__, "_data": (None, None), "numpy_walk_args": None, "numpy_other_args": None,
-            "numpy_raw_source": None,
+            "numpy_raw_source": None, "numpy_model_args": None, "_due": (),
         }  # fmt: skip
+
+    def attach_model(self, model: ErrorModel | None) -> None:
+        """Run the class's SPEC 5.1 terms (its storage calls this at build, after making the sampler)."""
+        self.model = model
+        if model is not None:
+            model.refresh()
+        self.plan()
 
     def fold_raw_copy(self, source: torch.Tensor | None) -> None:
         """Read the raw value from ``source`` (the class's GT slot) in
@@ -206,25 +256,42 @@ class HardwareImperfections:
         self.plan()  # binds the arguments (and their numpy views) to this object's own tensors
 
     @property
+    def draw_blocks(self) -> int:
+        """Standard normals per component per step: noise, random walk (and the Gauss-Markov bias)."""
+        return 3 if self.model is not None and self.model.has_markov else 2
+
+    @property
     def needs_draws(self) -> bool:
-        p = self.params
-        return p.has_component_params and (p.has_noise or p.has_random_walk)
+        p, m = self.params, self.model
+        return p.has_component_params and (
+            p.has_noise or p.has_random_walk or (m is not None and m.needs_draws)
+        )
 
     def use_draws(self, draws: torch.Tensor | None) -> None:
-        """This class's ``(2, B, cols)`` block of standard normals (noise, random walk), or None."""
-        self.noise_draw, self.random_walk_draw = (None, None) if draws is None else draws.unbind(0)
+        """This class's ``(k, B, cols)`` block of standard normals (noise, random walk and, with a
+        Gauss-Markov bias, its driving noise), or None."""
+        blocks = (None,) * 3 if draws is None else (*draws.unbind(0), None)
+        self.noise_draw, self.random_walk_draw, self.markov_draw = blocks[:3]
         self.plan()
 
     def plan(self) -> None:
         """Bind the kernel's arguments: an absent imperfection is None (skipped)."""
-        p = self.params
-        self.numpy_raw_source = numpy_view(self.raw_source) if self.executor == "numpy" else None
+        p, m = self.params, self.model
+        numpy = self.executor == "numpy"
+        self.numpy_raw_source = numpy_view(self.raw_source) if numpy else None
+        self.model_args: tuple = (None, None, None)
+        self.numpy_model_args = self.model_args
         if not p.has_component_params:  # nothing to apply (e.g. an integer intermediate dtype)
             self.has_walk, self.walk_args, self.other_args = False, (None,) * 4, (None,) * 5
             self.numpy_walk_args, self.numpy_other_args = self.walk_args, self.other_args
+            self.uses_rows = False
             return
-        walk = p.has_random_walk and self.random_walk_draw is not None
-        noise = p.has_noise and self.noise_draw is not None
+        walk_density = m is not None and m.has_walk_density
+        walk = (p.has_random_walk or walk_density) and self.random_walk_draw is not None
+        noise_density = m is not None and m.has_noise_density
+        noise = (p.has_noise or noise_density) and self.noise_draw is not None
+        lowpass = m is not None and m.has_lowpass and self.noise_draw is not None
+        markov = m is not None and m.has_markov and self.markov_draw is not None
         if p.resolution_all_active:
             resolution = (p.resolution, None)
         elif p.has_resolution:
@@ -232,40 +299,63 @@ class HardwareImperfections:
         else:
             resolution = (None, None)
         self.has_walk = walk
+        self.uses_rows = walk or lowpass or markov  # terms that restart at a reset
         self.walk_args = (
             self.scratch,
             self.random_walk_state if walk else None,
             self.random_walk_draw if walk else None,
-            p.random_walk if walk else None,
+            (m.walk_std if walk_density else p.random_walk) if walk else None,
         )
         self.other_args = (
-            self.noise_draw if noise else None,
-            p.noise if noise else None,
+            self.noise_draw if noise or lowpass else None,
+            (m.sigma if noise_density else p.noise) if noise and not lowpass else None,
             p.bias if p.has_bias else None,
             *resolution,
         )
-        if self.executor == "numpy":  # the same arguments, as numpy views of the same memory
+        if m is not None:
+            self.model_args = (
+                m.scale,
+                (m.markov_state, self.markov_draw, m.phi, m.drive, m.markov_sigma) if markov else None,
+                (m.lowpass_state, m.decay, m.gain, m.step_std, m.start_std, m.update, m.spare)
+                if lowpass
+                else None,
+            )
+            if m.follows_due:  # update = active and due, per column, every step (see __call__)
+                self._due = (m.sampler.due, m.col_to_sensor, m.update, m.active)
+        if numpy:  # the same arguments, as numpy views of the same memory
             self.numpy_walk_args = tuple(numpy_view(a) for a in self.walk_args)
             self.numpy_other_args = tuple(numpy_view(a) for a in self.other_args)
+            self.numpy_model_args = tuple(
+                tuple(map(numpy_view, a)) if isinstance(a, tuple) else numpy_view(a) for a in self.model_args
+            )
+            if m is not None and m.follows_due:
+                self._due = tuple(map(numpy_view, self._due))
 
     def __call__(
         self, data: torch.Tensor, reset_mask: torch.Tensor | None, source: torch.Tensor | None = None
     ) -> None:
         """Apply them to ``data`` ``(B, cols)`` in place (``reset_mask``: the envs this capture resets);
         with ``source`` (only ever :attr:`raw_source`), ``data`` is first set from ``source``."""
+        m = self.model
         if self.executor == "numpy":
             last, view = self._data
             if data is not last:  # the hook passes the same working buffer every step
                 view = numpy_view(data)
                 self._data = (data, view)
-            rows = numpy_view(reset_mask) if self.has_walk else None
+            rows = numpy_view(reset_mask) if self.uses_rows else None
             src = source if source is None else (
                 self.numpy_raw_source if source is self.raw_source else numpy_view(source)
             )  # fmt: skip
-            imperfection_kernel(NUMPY, view, *self.numpy_walk_args, rows, *self.numpy_other_args, src)
+            if m is not None and m.follows_due:  # the filter advances where a sample is due
+                m.update_mask(NUMPY, *self._due)
+            imperfection_kernel(
+                NUMPY, view, *self.numpy_walk_args, rows, *self.numpy_other_args, src, *self.numpy_model_args
+            )
         else:
-            rows = reset_mask if self.has_walk else None
-            self.kernel(data, *self.walk_args, rows, *self.other_args, source)
+            rows = reset_mask if self.uses_rows else None
+            if m is not None and m.follows_due:
+                m.update_mask(TORCH, *self._due)
+            self.kernel(data, *self.walk_args, rows, *self.other_args, source, *self.model_args)
 
 
 def apply_default_hardware_imperfections(md: SensorMetadata, data: torch.Tensor) -> None:

@@ -351,9 +351,7 @@ class SensorManager(ManagerPersistence):
                 if ctx is not STEP:  # STEP is what every md holds between captures
                     storage.md.context = ctx
                 if mask is not None:
-                    storage.params.resample(mask)
-                    if storage.sampler is not None:
-                        storage.sampler.resample(mask)
+                    storage.resample(mask)
                     storage.cls._reset_envs(storage.md, mask)
             for draws in self._normal_draws:
                 self.random.normal_(draws, ctx.rows, 1)
@@ -366,9 +364,7 @@ class SensorManager(ManagerPersistence):
                 self.rollback.restore(keep, torch.zeros_like(self._all_rows))
                 self.random.set_state(rng_state)
                 for storage in self._stores.values():
-                    storage.params.refresh_derived()
-                    if storage.sampler is not None:
-                        storage.sampler.refresh_derived()
+                    storage.refresh_derived()
             elif advancing:
                 self.episode_steps.sub_(self._one)
             if advancing:

@@ -45,10 +45,23 @@ if TYPE_CHECKING:
     from .rng import RandomSource
     from .sensor import Sensor
 
-__all__ = ["COMPONENT_FIELDS", "TIME_FIELDS", "ParameterTable", "delay_steps", "jitter_extra_steps"]
+__all__ = [
+    "COMPONENT_FIELDS",
+    "MODEL_FIELDS",
+    "TIME_FIELDS",
+    "ParameterTable",
+    "delay_steps",
+    "jitter_extra_steps",
+]
 
 TIME_FIELDS = ("delay", "jitter")
 COMPONENT_FIELDS = ("noise", "bias", "random_walk", "resolution")
+#: the error-model options of SPEC 5.1 (per component): a table is allocated only for a field some sensor
+#: of the class can make non-zero, so a class without them holds and saves nothing more
+MODEL_FIELDS = (
+    "noise_density", "random_walk_density", "bias_instability", "bias_correlation_time", "scale_factor",
+    "bandwidth",
+)  # fmt: skip
 _NON_NEGATIVE = ("noise", "random_walk", "resolution", "delay", "jitter")
 _EPS = 1e-9
 #: the flags a checkpoint carries (they say which imperfections a setter has switched on)
@@ -85,6 +98,24 @@ def deepest_shift(options: Any, dt: float) -> int:
 
 def _components(value: Any) -> tuple:
     return value if isinstance(value, tuple) else (value,)
+
+
+def _used_model_fields(sensors: list[Sensor]) -> tuple[str, ...]:
+    """The error-model fields some sensor can make non-zero (a correlation time comes with its bias
+    instability: a time alone changes nothing)."""
+
+    def used(name: str) -> bool:
+        return any(
+            bounds_of(v) != (0.0, 0.0)
+            for s in sensors
+            if isinstance(s.options, SimpleSensorOptions)
+            for v in _components(getattr(s.options, name))
+        )
+
+    fields = [name for name in MODEL_FIELDS if name != "bias_correlation_time" and used(name)]
+    if "bias_instability" in fields:
+        fields.insert(fields.index("bias_instability") + 1, "bias_correlation_time")
+    return tuple(fields)
 
 
 class ParameterTable:
@@ -130,6 +161,8 @@ class ParameterTable:
         self._random_draws: dict[str, list[tuple[torch.Tensor, Distribution]]] = {}  # views of the scratch
         self.has_component_params = param_dtype is not None
         self.has_noise = self.has_bias = self.has_random_walk = self.has_resolution = False
+        #: the error-model fields (MODEL_FIELDS) with a table: some sensor's options can make them non-zero
+        self.model_fields: tuple[str, ...] = ()
         self.resolution_all_active = False  # every component quantized: no mask needed
         self.has_jitter = False
         # the one delay shift of every env and sensor while it cannot vary (no jitter, no randomized or
@@ -145,6 +178,10 @@ class ParameterTable:
             self.resolution_step = torch.ones(b, cols, **p)  # r where r > 0, else 1 (a safe divisor)
             self.resolution_active = torch.zeros(b, cols, dtype=torch.bool, device=device)
             self._one = torch.ones((), **p)
+            self.model_fields = _used_model_fields(sensors)
+            for name in self.model_fields:
+                setattr(self, name, torch.zeros(b, cols, **p))
+                setattr(self, f"has_{name}", False)
         self._init_from_options(sensor_cols)
 
     @property
@@ -165,7 +202,7 @@ class ParameterTable:
                         f"but {type(s).__name__} has a non-floating intermediate dtype. Fix: declare a "
                         "floating _get_intermediate_dtype and project in _post_process."
                     )
-                for name in COMPONENT_FIELDS:
+                for name in COMPONENT_FIELDS + self.model_fields:
                     self._init_component(s, name, getattr(opts, name), sensor_cols[j])
         if self.has_component_params:
             self.resolution_all_active = all(
@@ -361,6 +398,13 @@ class ParameterTable:
         target = self._param(name)
         sl = s.cache_slice
         v = self._as_values(s, name, value, (len(rows), sl.stop - sl.start), target.dtype)
+        density = f"{name}_density"
+        if density in self.model_fields and bool(((v != 0) & (self._param(density)[rows, sl] != 0)).any()):
+            raise ValueError(
+                f"{type(s).__name__}.set_{name}({value!r}): sensor {s.name!r} has {density} on these "
+                f"components, and {name} and {density} are two units of the same error term. Fix: set "
+                f"{name} only on components without {density}, or give {name} in the options instead."
+            )
         target[rows, sl] = v
         if bool((v != 0).any()):
             setattr(self, f"has_{name}", True)
@@ -412,7 +456,7 @@ class ParameterTable:
         """The values (the derived tables are recomputed on load)."""
         out = {"delay_seconds": self.delay_seconds, "jitter_seconds": self.jitter_seconds}
         if self.has_component_params:
-            for name in COMPONENT_FIELDS:
+            for name in COMPONENT_FIELDS + self.model_fields:
                 out[name] = getattr(self, name)
         return out
 

@@ -31,6 +31,15 @@ from typing import Any
 __all__ = ["ManagerPersistence"]
 
 
+def _default_reprs(options: Any) -> dict[str, str]:
+    """``{field: repr(default)}`` of an options dataclass (fields without a default left out)."""
+    out = {}
+    for f in dataclasses.fields(options):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = repr(f.default)
+    return out
+
+
 class ManagerPersistence:
     """``state_dict``/``load_state_dict`` and copying, for :class:`~sensorgym.SensorManager` (see the
     module docstring; the manager's own attributes are used as they are)."""
@@ -145,8 +154,12 @@ class ManagerPersistence:
                     f"load_state_dict: sensor {a['name']!r} is a {b['class']} in the checkpoint but a "
                     f"{a['class']} here. {fix}"
                 )
+            defaults = _default_reprs(self.sensors[names.index(a["name"])].options)
             for field in sorted(set(a["options"]) | set(b["options"])):
-                mine_v, saved_v = a["options"].get(field, "<absent>"), b["options"].get(field, "<absent>")
+                # an option added after the checkpoint was written reads as its default (which changes
+                # nothing, SPEC 5): the checkpoint still loads while this manager leaves it at the default
+                mine_v = a["options"].get(field, "<absent>")
+                saved_v = b["options"].get(field, defaults.get(field, "<absent>"))
                 if mine_v != saved_v:
                     raise ValueError(
                         f"load_state_dict: sensor {a['name']!r} option {field!r} differs: the checkpoint "
@@ -175,9 +188,7 @@ class ManagerPersistence:
             storage.plan()  # before the tensors: leaving a fixed shift writes the previous shifts
             for k, v in storage.state_tensors().items():
                 v.copy_(saved["tensors"][k])
-            storage.params.refresh_derived()
-            if storage.sampler is not None:
-                storage.sampler.refresh_derived()
+            storage.refresh_derived()
         self.clock.t = int(state_dict["t"])
         self.episode_steps.copy_(self.clock.t - state_dict["episode_start"].to(self.device))
         self.random.set_state(state_dict["generator"])

@@ -8,7 +8,10 @@ the step of the last sample and the held snapshot. Each capture it decides which
 
 * due: ``T <= dt``: every step; else with ``tau_t = t*dt - phi`` (float64), step ``t >= 1`` is due iff
   ``floor(tau_t/T + 1e-9) > floor(tau_{t-1}/T + 1e-9)``; the reset step always takes a sample;
-* lost: a due sample is dropped when ``u < p`` (``u ~ U[0, 1)``, one per env and sensor per step);
+* lost: a due sample is dropped when ``u < p`` (``u ~ U[0, 1)``, one per env and sensor per step); with
+  ``dropout_burst = L`` the threshold depends on whether the previous due sample was lost (a two-state
+  Markov chain over the due samples, SPEC 5.1): ``1 - 1/L`` after a loss, ``q = p / (L (1 - p))`` after a
+  kept sample, so losses come in runs of ``L`` samples on average and their long-run fraction is ``p``;
 
 and on the others it overwrites the step's measured snapshot with the held one, bit for bit, before the
 delay line sees it. Ground truth is never held. It also remembers, per snapshot of the delay ring, the
@@ -45,13 +48,34 @@ if TYPE_CHECKING:
 __all__ = ["SAMPLER_FIELDS", "Sampler", "needs_sampler"]
 
 #: the sampler's options, one value per sensor and env
-SAMPLER_FIELDS = ("update_period", "update_phase", "dropout")
+SAMPLER_FIELDS = ("update_period", "update_phase", "dropout", "dropout_burst")
 _TOL = 1e-9  # the due rule's tolerance: T = n*dt samples every n steps
+#: options whose meaning depends on the sensor's own sample interval ``T_s`` (SPEC 5.1)
+_RATE_DEPENDENT = ("noise_density", "bandwidth")
 
 
 def needs_sampler(options: Any, dt: float) -> bool:
-    """Whether a sensor's options can ever skip a step's sample (``T > dt`` or ``dropout > 0``)."""
-    return bounds_of(options.update_period)[1] > dt or bounds_of(options.dropout)[1] > 0
+    """Whether a sensor needs a :class:`Sampler`: its options can skip a step's sample (``T > dt`` or
+    ``dropout > 0``), or its error model needs a per-env sample interval drawn from an ``update_period``
+    distribution (``noise_density`` or ``bandwidth`` with a randomized rate below ``dt``)."""
+    if bounds_of(options.update_period)[1] > dt or bounds_of(options.dropout)[1] > 0:
+        return True
+    period = options.update_period
+    return isinstance(period, Distribution) and any(
+        bounds_of(v) != (0.0, 0.0)
+        for name in _RATE_DEPENDENT
+        for v in _components(getattr(options, name, 0.0))
+    )
+
+
+def _components(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def sample_interval(options: Any, dt: float) -> float:
+    """``T_s`` of a sensor whose ``update_period`` is a number: the period when it is > 0, else ``dt``."""
+    period = options.update_period
+    return float(period) if not isinstance(period, Distribution) and period > 0 else dt
 
 
 class Sampler:
@@ -86,6 +110,7 @@ class Sampler:
         self.period = torch.zeros(b, n, **f64)
         self.phase = torch.zeros(b, n, **f64)
         self.dropout = torch.zeros(b, n, **f64)
+        self.burst = torch.zeros(b, n, **f64)  # mean run of losses, 0: independent losses
         # (field, sensor, distribution) resampled per env at every reset
         self._random: list[tuple[str, int, Distribution]] = []
         self._drawn_phase: list[int] = []  # sensors whose phase is drawn U[0, T) at every reset
@@ -101,6 +126,10 @@ class Sampler:
                 self._drawn_phase.append(j)
         self.has_rate = any(bounds_of(s.options.update_period)[1] > dt for s in sensors)
         self.has_dropout = any(bounds_of(s.options.dropout)[1] > 0 for s in sensors)
+        self.has_burst = self.has_dropout and any(s.options.dropout_burst is not None for s in sensors)
+        #: whether a due sample that is lost must be known before the class's hook (a low-pass filter
+        #: advances on it): set by the class's storage, which then calls :meth:`decide` before the hook
+        self.decides_early = False
         # sensor -> its fields readable as randomization (distributions and drawn phases), field order
         drawn = {(name, j) for name, j, _ in self._random} | {("update_phase", j) for j in self._drawn_phase}
         self.randomized: dict[int, list[str]] = {}
@@ -114,6 +143,14 @@ class Sampler:
         self.held = torch.zeros(b, sum(widths), dtype=rdtype, device=device)  # the last sample's snapshot
         self.sample_ring = Ring(delay_depth, b, n, torch.long, device, clock) if delay_depth > 1 else None
         self.take = torch.zeros(b, n, dtype=torch.bool, device=device)
+        #: this step's due samples (taken or lost); kept only when :attr:`decides_early` (see there)
+        self.due = torch.zeros(b, n, dtype=torch.bool, device=device)
+        if self.has_burst:
+            self.lost_prev = torch.zeros(b, n, dtype=torch.bool, device=device)  # the chain's state
+            self._p_after_loss = torch.zeros(b, n, **f64)  # 1 - 1/L, or p without a burst length
+            self._p_after_kept = torch.zeros(b, n, **f64)  # p / (L (1 - p)), or p
+            self._threshold = torch.zeros(b, n, **f64)
+            self._not_kept = torch.zeros(b, n, dtype=torch.bool, device=device)
         # sensors of equal width: a snapshot is (B, n, w) and the decision broadcasts over w; otherwise
         # it is spread to the columns with one index_select
         self._width = widths[0] if len(set(widths)) == 1 else None
@@ -138,6 +175,16 @@ class Sampler:
     def refresh_derived(self) -> None:
         torch.le(self.period, self.dt, out=self.every_step)
         self.safe_period.copy_(self.period).masked_fill_(self.every_step, 1.0)
+        if self.has_burst:  # the loss chain's two thresholds; p for both without a burst length
+            bursty = self.burst >= 1.0
+            length = torch.where(bursty, self.burst, 1.0)
+            torch.where(bursty, 1.0 - 1.0 / length, self.dropout, out=self._p_after_loss)
+            kept = self.dropout / (length * (1.0 - self.dropout))
+            torch.where(bursty, kept, self.dropout, out=self._p_after_kept)
+
+    def sample_interval(self) -> torch.Tensor:
+        """``(B, n)`` float64 ``T_s`` per env and sensor: the period where it is > 0, else ``dt``."""
+        return torch.where(self.period > 0, self.period, self.dt)
 
     def resample(self, mask: torch.Tensor) -> None:
         """New period, dropout and phase values for the envs in ``mask`` (B,) bool."""
@@ -164,10 +211,11 @@ class Sampler:
         }
 
     # -- the per-step decision and the hold ------------------------------------------------------------
-    def hold(self, snapshot: torch.Tensor, ctx: Any) -> None:
-        """Decide which envs take this step's sample and, in the others, overwrite ``snapshot``
-        ``(B, cols)`` (this step's measured return-space snapshot) with the held one, in place.
-        ``ctx``: the capture's :class:`~sensorgym.core.metadata.CaptureContext`."""
+    def decide(self, ctx: Any) -> None:
+        """Decide which envs take this step's sample (:attr:`take`; with :attr:`decides_early` also which
+        were due, :attr:`due`). :meth:`hold` calls it, unless :attr:`decides_early`: then the class's
+        storage calls it before the class's hook. ``ctx``: the capture's
+        :class:`~sensorgym.core.metadata.CaptureContext`."""
         take, reset_mask, advancing = self.take, ctx.reset_mask, ctx.advancing
         if self.has_dropout:
             # drawn in reset captures too (and ignored there): an env's stream then does not depend on
@@ -177,18 +225,46 @@ class Sampler:
             self._phase_index(self._k)
         if not advancing:  # a reset capture: only the reset envs take (and keep) a sample
             take.copy_(reset_mask[:, None].expand_as(take))
+            if self.decides_early:
+                self.due.copy_(take)
         else:
             if self.has_rate:  # due iff the phase index grew since the last step (or T <= dt)
                 torch.gt(self._k, self.k_prev, out=take)
                 take.logical_or_(self.every_step)
             else:
                 take.fill_(True)
-            if self.has_dropout:
+            if self.decides_early:  # before the losses: a lost due sample still advances the filter
+                self.due.copy_(take)
+            if self.has_burst:
+                self._lose_in_bursts(take)
+            elif self.has_dropout:
                 take.logical_and_(torch.ge(self._u, self.dropout, out=self._kept))
             if reset_mask is not None:
                 take.logical_or_(reset_mask[:, None])
+                if self.decides_early:
+                    self.due.logical_or_(reset_mask[:, None])
+        if self.has_burst and reset_mask is not None:  # the reset sample is kept: the chain restarts
+            self.lost_prev.masked_fill_(reset_mask[:, None], False)
         if self.has_rate:
             self.k_prev.copy_(self._k)
+
+    def _lose_in_bursts(self, due: torch.Tensor) -> None:
+        """The loss chain over the due samples: a due sample is lost when ``u`` is below the threshold of
+        the chain's state (the previous due sample lost or kept); ``due`` becomes the samples taken."""
+        torch.where(self.lost_prev, self._p_after_loss, self._p_after_kept, out=self._threshold)
+        torch.lt(self._u, self._threshold, out=self._not_kept)
+        self._not_kept.logical_and_(due)  # lost = due and below the threshold
+        # the chain moves on due samples only: lost_prev = lost where due, unchanged elsewhere
+        torch.where(due, self._not_kept, self.lost_prev, out=self.lost_prev)
+        due.logical_and_(self._not_kept.logical_not_())
+
+    def hold(self, snapshot: torch.Tensor, ctx: Any) -> None:
+        """Decide which envs take this step's sample (unless decided before the hook) and, in the
+        others, overwrite ``snapshot`` ``(B, cols)`` (this step's measured return-space snapshot) with
+        the held one, in place. ``ctx``: the capture's :class:`~sensorgym.core.metadata.CaptureContext`."""
+        if not self.decides_early:
+            self.decide(ctx)
+        take, reset_mask = self.take, ctx.reset_mask
         torch.where(take, self.steps[:, None], self.last_sample, out=self.last_sample)
         if self.sample_ring is not None:
             slot = self.sample_ring.at(0)
@@ -227,12 +303,14 @@ class Sampler:
     def row_state(self) -> list[torch.Tensor]:
         """Tensors a capture writes for every env (restored for the envs a reset does not touch)."""
         out = [self.last_sample, self.held, self.k_prev]  # (the steps are the manager's)
+        if self.has_burst:
+            out.append(self.lost_prev)
         if self.sample_ring is not None:
             out.append(self.sample_ring.at(0))
         return out
 
     def parameter_tensors(self) -> list[torch.Tensor]:
-        return [self.period, self.phase, self.dropout]
+        return [self.period, self.phase, self.dropout] + ([self.burst] if self.has_burst else [])
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         out = {
@@ -246,7 +324,10 @@ class Sampler:
         }
         if self.sample_ring is not None:
             out["sample_ring"] = self.sample_ring.buffer
+        if self.has_burst:
+            out["burst"] = self.burst
+            out["lost_prev"] = self.lost_prev
         return out
 
 
-_TENSOR = {"update_period": "period", "update_phase": "phase", "dropout": "dropout"}
+_TENSOR = {"update_period": "period", "update_phase": "phase", "dropout": "dropout", "dropout_burst": "burst"}

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from .delay_line import DelayLine, check_ring_memory, ring_memory_error
+from .error_model import ErrorModel
 from .imperfections import HardwareImperfections
 from .metadata import CaptureContext, SensorMetadata
 from .options import SimpleSensorOptions
@@ -76,7 +77,8 @@ class DtypeGroup:
         if ring_cols:
             self.gt_timeline = Ring(depth, num_envs, ring_cols, dtype, device, clock)
             self.m_timeline = Ring(depth, num_envs, ring_cols, dtype, device, clock)
-        self.draws: torch.Tensor | None = None  # (2, B, span) standard normals: noise, random walk
+        # (k, B, span) standard normals: noise, random walk (and Gauss-Markov drive: k = 3)
+        self.draws: torch.Tensor | None = None
 
     def block(self, buffer: torch.Tensor, cols: slice) -> torch.Tensor:
         """The contiguous ``(B, width)`` block of columns ``cols`` of a ``(B, cols)`` group buffer (the
@@ -86,7 +88,7 @@ class DtypeGroup:
 
     def plan_draws(self, storages: list[ClassStorage], one_generator: bool) -> list[torch.Tensor]:
         """Lay out this step's standard normals over the classes that need them and hand each its
-        ``(2, B, c)`` block; returns what to fill per step (the whole buffer with one generator, else one
+        ``(k, B, c)`` block; returns what to fill per step (the whole buffer with one generator, else one
         block per class: per-env generators draw by env row)."""
         users = [storage for storage in storages if storage.md.imperfections.needs_draws]
         for storage in storages:
@@ -100,13 +102,15 @@ class DtypeGroup:
             max(storage.columns.stop for storage in users),
         )
         b = self.inter.shape[0]
-        if self.draws is None or self.draws.shape[2] != hi - lo or self._draw_start != lo:
-            self.draws = torch.zeros(2, b, hi - lo, dtype=self.dtype, device=self.inter.device)
+        # a third block drives Gauss-Markov biases; without one the layout (and the stream) is unchanged
+        k = max(storage.md.imperfections.draw_blocks for storage in users)
+        if self.draws is None or self.draws.shape != (k, b, hi - lo) or self._draw_start != lo:
+            self.draws = torch.zeros(k, b, hi - lo, dtype=self.dtype, device=self.inter.device)
             self._draw_start = lo
         views = []
         for storage in users:  # class-major like the buffers: each class's draws are contiguous (B, c) blocks
             start, stop = storage.columns.start - lo, storage.columns.stop - lo
-            view = self.draws.view(2, -1)[:, b * start : b * stop].view(2, b, stop - start)
+            view = self.draws.view(k, -1)[:, b * start : b * stop].view(k, b, stop - start)
             storage.md.imperfections.use_draws(view)
             views.append(view)
         return [self.draws] if one_generator else views
@@ -188,6 +192,8 @@ class ClassStorage:
                 sensors, widths, b, dt, device, random, clock, return_dtype,
                 self.max_shift + 1 if self.max_shift else 0, episode_steps,
             )  # fmt: skip
+        model = ErrorModel(self.params, sensors, dt, self.sampler) if self.params.model_fields else None
+        self.md.imperfections.attach_model(model)
         gt_zero_copy = same_space and not post_processed and self.history_length == 0
         measured_zero_copy = gt_zero_copy and self.max_shift == 0 and self.sampler is None
 
@@ -278,6 +284,8 @@ class ClassStorage:
 
     def capture(self, state: Any, ctx: CaptureContext) -> None:
         """One capture of the class: its hook, then its planned stages."""
+        if self.sampler is not None and self.sampler.decides_early:  # the hook's filter needs the due samples
+            self.sampler.decide(ctx)
         self.cls._update_shared_cache(state, self.md, self.timeline, self.measured_timeline, self.working)
         for stage in self.step_stages if ctx.reset_mask is None else self.reset_stages:
             stage(ctx)
@@ -348,12 +356,32 @@ class ClassStorage:
             out.append(self.delay_line.prev_shift)
         if self.params.has_component_params:
             out.append(self.md.imperfections.random_walk_state)
+        if self.md.imperfections.model is not None:
+            out += list(self.md.imperfections.model.state_tensors().values())
         if self.nan_policy is not None:
             out += self.nan_policy.row_state()
         if self.sampler is not None:
             out += self.sampler.row_state()
         out += list(self.md.extra.values())
         return out
+
+    def resample(self, mask: torch.Tensor) -> None:
+        """New values of every randomized option for the envs in ``mask`` (an episode starts), and the
+        error model's coefficients derived from them."""
+        self.params.resample(mask)
+        if self.sampler is not None:
+            self.sampler.resample(mask)
+        model = self.md.imperfections.model
+        if model is not None and model.resample_refreshes:
+            model.refresh()
+
+    def refresh_derived(self) -> None:
+        """Recompute every table derived from the per-env values (after restoring them)."""
+        self.params.refresh_derived()
+        if self.sampler is not None:
+            self.sampler.refresh_derived()
+        if self.md.imperfections.model is not None:
+            self.md.imperfections.model.refresh()
 
     def parameter_tensors(self) -> list[torch.Tensor]:
         """The per-env option values a reset resamples."""
@@ -383,6 +411,9 @@ class ClassStorage:
             out[f"md.{k}"] = v
         if self.params.has_component_params:
             out["md.random_walk_state"] = self.md.imperfections.random_walk_state
+        if self.md.imperfections.model is not None:
+            for k, v in self.md.imperfections.model.state_tensors().items():
+                out[f"md.{k}"] = v
         for k, v in self.md.extra.items():
             out[f"md.extra.{k}"] = v
         return out
