@@ -259,20 +259,25 @@ class SensorManager(ManagerPersistence):
             self.build(state)
         mask = self._to_mask(envs_idx, "envs_idx")
         self._check_state(state)
-        if envs_idx is not None and known_empty(envs_idx):
+        if envs_idx is not None and known_empty(mask):
             return  # nothing to reset (checked on the host: no device sync)
         self._capture(state, self._reset_context(mask, mask, advancing=False))
 
     def step(self, state: Any, reset_mask: Any = None) -> None:
-        """One control step for every env. ``reset_mask`` (optional, bool (B,) or indices) marks envs
-        whose ``state`` is the first of a new episode (e.g. a gymnasium autoreset): they are reset as part
-        of this step instead of needing a separate :meth:`reset`."""
+        """One control step for every env. ``reset_mask`` (optional) marks envs whose ``state`` is the
+        first of a new episode (e.g. a gymnasium autoreset): they are reset as part of this step instead of
+        needing a separate :meth:`reset`. It is a bool mask ``(B,)`` (on an accelerator: no device sync), a
+        0/1 integer done vector ``(B,)`` (rsl_rl's ``dones``) or env indices; see
+        :func:`~sensorgym.core.rows.env_mask` for how integers are told apart (an input that reads both
+        ways is refused, so none is misread)."""
         if not self._built:
             raise RuntimeError(
                 "step() before reset(): the manager captures the first snapshot of each episode at "
                 "reset. Fix: call mgr.reset(state) once before stepping."
             )
         mask = None if known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
+        if mask is not None and mask is not reset_mask and known_empty(mask):
+            mask = None  # integers that select nothing (a done vector of zeros): a plain step, like False
         for storage in self._stores.values():  # every class validates before anything is written
             storage.cls._check_state(state, storage.md)
         self.clock.tick()

@@ -43,8 +43,21 @@ def known_empty(envs: Any) -> bool:
 
 
 def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "envs_idx") -> torch.Tensor:
-    """``(B,)`` bool mask on ``device`` from a bool mask or env indices; a ``ValueError``/``TypeError``
-    naming ``what`` and the fix for anything else."""
+    """``(B,)`` bool mask on ``device`` from a bool mask, a 0/1 done vector or env indices; a
+    ``ValueError``/``TypeError`` naming ``what``, the value and the fix for anything else.
+
+    How integers are read, so that no input is silently misread:
+
+    * an integer vector of shape ``(B,)`` holding only 0 and 1 with a repeated value can only be a done
+      vector (rsl_rl and Isaac Lab hand over ``dones`` as integers; repeated indices are refused): a mask;
+    * any other integers are env indices; an index given twice is refused (a done vector of the wrong
+      length would otherwise pass as indices);
+    * an integer vector that reads both ways (only possible with 1 or 2 envs: ``[0]``, ``[0, 1]``,
+      ``[1, 0]``) is refused: pass a bool mask.
+
+    A bool mask on an accelerator is passed on untouched (no device sync); integers are checked on the
+    host.
+    """
     b = num_envs
     if torch.is_tensor(envs_idx):
         t = envs_idx
@@ -55,7 +68,7 @@ def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "en
         ):
             raise TypeError(
                 f"{what}={envs_idx!r}: expected a bool mask of shape ({b},) or env indices. Fix: "
-                "pass e.g. np.array([True, False, ...]) or [0, 3]."
+                "pass e.g. np.array([True, False, ...]) or [0, 3] (a float done vector: dones.astype(bool))."
             )
         t = torch.from_numpy(arr.astype(np.int64) if arr.size == 0 else arr)
     if t.dtype == torch.bool:
@@ -66,16 +79,41 @@ def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "en
             )
         return t if t.device == device else t.to(device)  # runs at every autoreset: no needless call
     if t.dtype.is_floating_point or t.dtype.is_complex:
-        raise TypeError(f"{what}: env indices must be integers, got dtype {t.dtype}.")
-    t = t.reshape(-1).to(torch.long)
-    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= b):
+        raise TypeError(
+            f"{what}={_shown(t)}: env indices must be integers, got dtype {t.dtype}. Fix: pass a bool "
+            "mask (a float done vector: dones.bool()) or integer env indices."
+        )
+    values = t.detach().reshape(-1).to("cpu", torch.long)
+    if values.numel() == b and bool(((values == 0) | (values == 1)).all()):
+        if int(torch.unique(values).numel()) < b:  # a repeated 0/1: only a done vector reads so
+            return (t.reshape(-1) != 0).to(device)
         raise ValueError(
-            f"{what}: env indices {t.tolist()} out of range for num_envs={b}. Fix: use indices in "
-            f"[0, {b - 1}]."
+            f"{what}={_shown(t)} is ambiguous with num_envs={b}: as env indices it selects envs "
+            f"{values.tolist()}, as a 0/1 done vector envs {torch.nonzero(values).flatten().tolist()}. "
+            f"Fix: pass a bool mask of shape ({b},), e.g. np.array({(values != 0).tolist()}) for the done "
+            "vector (dones.bool())."
+        )
+    if values.numel() and (int(values.min()) < 0 or int(values.max()) >= b):
+        raise ValueError(
+            f"{what}: env indices {values.tolist()} out of range for num_envs={b}. Fix: use indices in "
+            f"[0, {b - 1}], or a bool mask of shape ({b},)."
+        )
+    if int(torch.unique(values).numel()) < values.numel():
+        repeated = sorted({v for v in values.tolist() if values.tolist().count(v) > 1})
+        raise ValueError(
+            f"{what}={_shown(t)}: env index(es) {repeated} given more than once. Fix: give each env once, "
+            f"or pass a bool mask of shape ({b},) (a done vector of another length than num_envs={b} "
+            "is read as indices)."
         )
     mask = torch.zeros(b, dtype=torch.bool, device=device)
-    mask[t.to(device)] = True
+    mask[values.to(device)] = True
     return mask
+
+
+def _shown(t: torch.Tensor) -> str:
+    """A short form of an index/mask argument for an error message."""
+    flat = t.detach().reshape(-1).cpu()
+    return str(flat[:16].tolist())[:-1] + (", ...]" if flat.numel() > 16 else "]")
 
 
 class Rollback:

@@ -112,6 +112,8 @@ def _reset_pattern(draw, b: int):
     if kind == "mask":
         return mask, mask
     idx = np.flatnonzero(mask)
+    if len(idx) == b <= 2:  # [0] or [0, 1] reads both as indices and as a 0/1 done vector: refused
+        return mask, mask
     return (list(idx) if kind == "indices" else torch.as_tensor(idx, dtype=torch.long)), mask
 
 

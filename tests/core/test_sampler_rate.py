@@ -285,7 +285,7 @@ def test_a_reset_drops_the_held_sample_of_the_last_episode_with_dropout():
     mgr.reset(ramp(0))
     for t in range(1, 6):
         mgr.step(ramp(t))
-    mgr.step(ramp(50), reset_mask=[0])
+    mgr.step(ramp(50), reset_mask=[True])
     assert s.read()[0, :, 0].tolist() == [50.0, 50.0, 50.0]
     mgr.step(ramp(51))
     assert s.read()[0, :, 0].tolist() == [50.0, 50.0, 50.0]
