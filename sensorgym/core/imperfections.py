@@ -313,6 +313,7 @@ class HardwareImperfections:
             *resolution,
         )
         if m is not None:
+            m.refresh()  # a setter may have changed a value the coefficients derive from (noise)
             self.model_args = (
                 m.scale,
                 (m.markov_state, self.markov_draw, m.phi, m.drive, m.markov_sigma) if markov else None,

@@ -1,5 +1,5 @@
-"""A slow reference of the sensor pipeline, written from SPEC 2.3-2.5 and 2.8 one env and one sensor at a
-time.
+"""A slow reference of the sensor pipeline, written from SPEC 2.3-2.5, 2.8 and 5.1 one env and one sensor at
+a time.
 
 It keeps, per env and sensor, the whole episode as Python lists (snapshots ``S``, ground truth ``G``,
 reads ``R``, and the step of the sample behind each snapshot) instead of rings, and computes the sampler's
@@ -16,6 +16,7 @@ import math
 import numpy as np
 import torch
 
+import sensorgym as sg
 from sensorgym.sensors.state import StateSensor
 
 from ..helpers import ByteSensor, FilterSensor, ThresholdSensor
@@ -35,6 +36,9 @@ class _Track:
         self.sample_step = 0  # episode step of the last sample
         self.T: list[int] = []  # per snapshot: the episode step of the sample it shows
         self.age = 0.0  # of the current read, seconds
+        self.markov: torch.Tensor | None = None  # SPEC 5.1 Gauss-Markov bias g
+        self.lowpass: torch.Tensor | None = None  # SPEC 5.1 filter state y
+        self.lost_prev = False  # SPEC 5.1 loss chain: was the previous due sample lost?
 
 
 class ReferenceManager:
@@ -65,34 +69,89 @@ class ReferenceManager:
         n = s.cache_slice.stop - s.cache_slice.start
         zn = torch.zeros(n)
         zr = torch.zeros(n)
-        md = st.md
-        if st.group.draws is not None and md.has_component_params and (md.has_noise or md.has_random_walk):
-            zn, zr = md.noise_draw[b, s.cache_slice].clone(), md.random_walk_draw[b, s.cache_slice].clone()
+        zg = torch.zeros(n)
+        imp = st.md.imperfections
+        if st.group.draws is not None and imp.needs_draws:
+            zn, zr = imp.noise_draw[b, s.cache_slice].clone(), imp.random_walk_draw[b, s.cache_slice].clone()
+            if imp.markov_draw is not None:
+                zg = imp.markov_draw[b, s.cache_slice].clone()
         u = None
         if st.max_shift and st.md.has_jitter:
             draw = st.delay_line.jitter_draw
             u = (float(draw[0, b, s.index]), float(draw[1, b, s.index]))
-        return zn, zr, u
+        return zn, zr, zg, u
 
     @staticmethod
     def _sampler(s, b):
-        """(period, phase, dropout, dropout draw) the manager used for env ``b`` (None: no sampler)."""
+        """(period, phase, dropout, dropout draw, burst) the manager used for env ``b`` (None: no
+        sampler)."""
         sp = s._storage.sampler
         if sp is None:
             return None
         j = s.index
         u = float(sp._u[b, j]) if sp.has_dropout else 1.0
-        return float(sp.period[b, j]), float(sp.phase[b, j]), float(sp.dropout[b, j]), u
+        burst = float(sp.burst[b, j]) if sp.has_burst else 0.0
+        return float(sp.period[b, j]), float(sp.phase[b, j]), float(sp.dropout[b, j]), u, burst
 
     def _params(self, s, b):
         md = s._storage.md
         sl = s.cache_slice
         p = {}
-        for name in ("noise", "bias", "random_walk", "resolution"):
-            p[name] = getattr(md, name)[b, sl].clone() if md.has_component_params else None
+        fields = ("noise", "bias", "random_walk", "resolution", *md.params.model_fields)
+        for name in fields:
+            p[name] = getattr(md.params, name)[b, sl].clone() if md.has_component_params else None
         p["delay"] = float(md.delay_seconds[b, s.index])
         p["jitter"] = float(md.jitter_seconds[b, s.index])
+        # SPEC 5.1: T_s is update_period when it is given (> 0), else dt
+        sampler = self._sampler(s, b)
+        period = sampler[0] if sampler is not None else s.options.update_period
+        if isinstance(period, sg.Distribution):  # no sampler: no option of this sensor depends on T_s
+            period = 0.0
+        p["T_s"] = float(period) if float(period) > 0 else self.dt
         return p
+
+    def _model(self, p, tr, w, zn, zr, zg, reset: bool, due: bool):
+        """SPEC 5.1 on the working value ``w`` (float32), in the SPEC's order: scale factor, drift (random
+        walk, Gauss-Markov bias), white noise through the low-pass filter; coefficients from the SPEC's
+        formulas in float64, each rounded once to float32."""
+        f32, dt, t_s = torch.float32, self.dt, p["T_s"]
+
+        def coef(x) -> torch.Tensor:
+            return torch.as_tensor(x, dtype=torch.float64).to(f32)
+
+        zero = torch.zeros_like(w)
+        noise = p["noise"].double()
+        sigma = noise + p.get("noise_density", zero).double() / math.sqrt(t_s)
+        if "scale_factor" in p:
+            w = w * (1.0 + p["scale_factor"])
+        walk_std = p["random_walk"].double() + p.get("random_walk_density", zero).double() * math.sqrt(dt)
+        tr.walk.add_(zr * coef(walk_std))
+        if reset:
+            tr.walk.zero_()
+        w = w + tr.walk
+        if "bias_instability" in p:
+            sg_, tau = p["bias_instability"].double(), p["bias_correlation_time"].double()
+            phi = torch.where(tau > 0, torch.exp(-dt / torch.where(tau > 0, tau, 1.0)), 0.0)
+            if reset:
+                tr.markov = zg * coef(sg_)
+            else:
+                tr.markov = tr.markov * coef(phi) + zg * coef(sg_ * torch.sqrt(1 - phi**2))
+            w = w + tr.markov
+        if "bandwidth" not in p:
+            return w + zn * coef(sigma)
+        f_c = p["bandwidth"].double()
+        out = w + zn * coef(sigma)  # components without a filter
+        a = torch.exp(-2 * math.pi * f_c * t_s)
+        m = max(dt / t_s, 1.0)
+        eps = sigma * (1 - a) * torch.sqrt((1 - a ** (2 * m)) / (1 - a**2))
+        start = sigma * torch.sqrt((1 - a) / (1 + a))
+        if reset:
+            y = w + zn * coef(start)
+        else:
+            y = (tr.lowpass * coef(a**m) + w * coef(1 - a**m)) + zn * coef(eps)
+        if reset or due:  # lost due samples advance the filter too
+            tr.lowpass = torch.where(f_c > 0, y, 0.0)
+        return torch.where(f_c > 0, y, out)
 
     # -- the pipeline ----------------------------------------------------------------------------------
     def _raw(self, s, state, b) -> torch.Tensor:
@@ -110,7 +169,7 @@ class ReferenceManager:
         tr = self.tracks[(b, s.name)]
         o = s.options
         p = self._params(s, b)
-        zn, zr, u = self._draws(s, b)
+        zn, zr, zg, u = self._draws(s, b)
         x = self._raw(s, state, b)
         gt, m = x.clone(), x.clone()
         if isinstance(s, FilterSensor) and o.physics_offset:
@@ -123,20 +182,27 @@ class ReferenceManager:
             m += o.alpha * tr.m_tl
         tr.gt_tl, tr.m_tl = gt.clone(), m.clone()
         w = m.clone()
+        k = len(tr.S)  # steps since the reset
+        due = reset or self._due(self._sampler(s, b), k)
         if p["noise"] is not None:
             # hardware imperfections: random walk, noise, bias, resolution
-            tr.walk.add_(zr * p["random_walk"])
-            if reset:
-                tr.walk.zero_()
-            w.add_(tr.walk)
-            w.add_(zn * p["noise"])
+            if p.keys() & {"noise_density", "random_walk_density", "bias_instability", "scale_factor",
+                           "bandwidth"}:  # fmt: skip
+                w = self._model(p, tr, w, zn, zr, zg, reset, due)
+            else:
+                tr.walk.add_(zr * p["random_walk"])
+                if reset:
+                    tr.walk.zero_()
+                w.add_(tr.walk)
+                w.add_(zn * p["noise"])
             w.add_(p["bias"])
             r = p["resolution"]
             q = torch.round(w / torch.where(r > 0, r, 1.0)) * torch.where(r > 0, r, 1.0)
             w = torch.where(r > 0, q, w)
         snapshot = self._project(s, w)
-        k = len(tr.S)  # steps since the reset
-        if reset or self._takes_sample(self._sampler(s, b), k):
+        if reset:
+            tr.lost_prev = False  # the reset sample is kept: the loss chain restarts
+        if reset or (due and not self._lost(self._sampler(s, b), tr)):
             tr.held, tr.sample_step = snapshot, k
         tr.S.append(tr.held.clone())
         tr.T.append(tr.sample_step)
@@ -155,18 +221,29 @@ class ReferenceManager:
         # age: steps since the sample behind the read (padding shows the reset sample, step 0)
         tr.age = float(np.float32((k - (tr.T[c] if c >= 0 else 0)) * self.dt))
 
-    def _takes_sample(self, sampler, t: int) -> bool:
-        """SPEC 2.8: is step ``t >= 1`` due, and is its sample kept?"""
+    def _due(self, sampler, t: int) -> bool:
+        """SPEC 2.8: is step ``t >= 1`` due?"""
         if sampler is None:
             return True
-        period, phase, dropout, u = sampler
+        period, phase = sampler[0], sampler[1]
         if period <= self.dt:
-            due = True
-        else:
-            now = math.floor((t * self.dt - phase) / period + 1e-9)
-            before = math.floor(((t - 1) * self.dt - phase) / period + 1e-9)
-            due = now > before
-        return due and not u < dropout
+            return True
+        now = math.floor((t * self.dt - phase) / period + 1e-9)
+        before = math.floor(((t - 1) * self.dt - phase) / period + 1e-9)
+        return now > before
+
+    @staticmethod
+    def _lost(sampler, tr: _Track) -> bool:
+        """SPEC 2.8/5.1: is this due sample lost? Independent (``u < p``) or, with a burst length ``L``,
+        the chain: ``u < 1 - 1/L`` after a lost due sample, ``u < p / (L (1 - p))`` after a kept one."""
+        if sampler is None:
+            return False
+        _, _, p, u, burst = sampler
+        if burst >= 1.0:
+            threshold = 1.0 - 1.0 / burst if tr.lost_prev else p / (burst * (1.0 - p))
+            tr.lost_prev = u < threshold
+            return tr.lost_prev
+        return u < p
 
     @staticmethod
     def _project(s, w: torch.Tensor) -> torch.Tensor:
