@@ -9,6 +9,12 @@
   observation of every finished env, which truncated episodes must be bootstrapped from.
 * :class:`EpisodeClock`: the wrapped env's own per-env step counter and time limit (read and written),
   so a library's randomized episode starts really shorten the env's episodes.
+* :class:`ActionAdapter`: the action space a library is shown and the translation of its batched action
+  tensor into the vector env's batched action (one index per env for ``Discrete``, the space's ``start``
+  added, a flat vector unflattened into a ``Dict``/``Tuple``), with a clear refusal of what the library
+  cannot take.
+* :func:`info_log`: the numeric entries of a step's info, per env that reported them, for a library's
+  logger.
 
 Example:
     >>> import gymnasium as gym, sensorgym as sg, torch
@@ -39,12 +45,15 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 __all__ = [
     "DEFAULT_CRITIC_INPUT",
+    "ActionAdapter",
     "EpisodeClock",
     "SameStepStepper",
     "StepResult",
     "critic_space",
     "critic_tensor",
+    "info_log",
     "resolve_critic_input",
+    "to_numpy",
     "to_torch",
 ]
 
@@ -159,6 +168,8 @@ class SameStepStepper:
             device = getattr(venv.unwrapped, "device", None) or "cpu"
         self.device = torch.device(device)
         self._numpy_actions = not hasattr(venv.unwrapped, "device")
+        env_device = getattr(venv.unwrapped, "device", None)
+        self._env_device = torch.device(env_device) if env_device is not None else None
 
     def reset(self, seed: int | None = None) -> dict[str, torch.Tensor]:
         obs, _ = self.venv.reset(seed=seed)
@@ -167,8 +178,8 @@ class SameStepStepper:
     def step(self, actions: Any) -> StepResult:
         """One step; finished envs' ``obs`` rows are the reset observation of their next episode, their
         ``terminal_obs`` rows the last observation of the episode that finished."""
-        if self._numpy_actions and torch.is_tensor(actions):
-            actions = actions.detach().cpu().numpy()
+        # torch actions (or a dict/tuple of them) as numpy for a numpy env, on its device for a torch env
+        actions = to_numpy(actions) if self._numpy_actions else _to_device(actions, self._env_device)
         obs, rewards, terminated, truncated, info = self.venv.step(actions)
         term = to_torch(terminated, self.device, torch.bool)
         trunc = to_torch(truncated, self.device, torch.bool)
@@ -307,3 +318,269 @@ class EpisodeClock:
         if not self.found:
             done = dones.detach().cpu().bool()
             self._local = torch.where(done, torch.zeros_like(self._local), self._local + 1)
+
+
+# -- actions ---------------------------------------------------------------------------------------------
+_DISCRETE = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+
+
+def _torch_dtype(dtype: Any) -> torch.dtype:
+    return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+
+
+def _leaves(space: gym.Space) -> list[gym.Space]:
+    """The non-composite spaces of ``space`` in its own order (a Dict's ``spaces`` order, a Tuple's index)."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for sub in space.spaces.values() for leaf in _leaves(sub)]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for sub in space.spaces for leaf in _leaves(sub)]
+    return [space]
+
+
+def _components(leaf: gym.Space) -> list[int]:
+    """The number of choices of each discrete component of a discrete leaf, in row-major order."""
+    if isinstance(leaf, gym.spaces.Discrete):
+        return [int(leaf.n)]
+    if isinstance(leaf, gym.spaces.MultiDiscrete):
+        return [int(n) for n in np.asarray(leaf.nvec).reshape(-1)]
+    return [2] * int(np.prod(leaf.shape))  # MultiBinary
+
+
+class ActionAdapter:
+    """The action space a library is shown, and its batched actions turned into the vector env's.
+
+    RL libraries sample from a handful of action distributions over a flat action vector; a Gymnasium vector
+    env takes its own batched action: ``(B,)`` indices for ``Discrete``, ``(B, *nvec.shape)`` for
+    ``MultiDiscrete``, a dict of batched arrays for a ``Dict``. This class keeps the two apart:
+
+    * a ``Box`` is shown as it is (``flat_box``: as a 1-D Box, for libraries that read ``shape[0]``);
+    * ``Discrete(n, start)`` as ``Discrete(n)``: libraries sample ``0..n-1``, the adapter adds ``start``;
+    * several discrete components (``MultiDiscrete`` of any shape, ``MultiBinary``, a ``Dict``/``Tuple`` of
+      discrete spaces) as one ``MultiDiscrete`` of their sizes (``discrete="MultiDiscrete"``: SB3, skrl) or a
+      ``Tuple`` of ``Discrete`` (``discrete="Tuple"``: rl_games' multi-discrete form), starts added back;
+      ``keep_multibinary`` shows a lone ``MultiBinary`` as it is (SB3 samples it natively);
+    * a ``Dict``/``Tuple`` of ``Box`` spaces as one flat ``Box``, leaves in the space's own order.
+
+    Refused at construction, with a ``ValueError`` naming the space and the fix: a library that has no
+    discrete policy (``discrete=None``), a space that mixes ``Box`` and discrete components (every library
+    samples one kind per policy), and spaces that are no actions (``Text``, ``Graph``, ...).
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> from sensorgym.integrations.adapters import ActionAdapter
+        >>> adapter = ActionAdapter(gym.spaces.Discrete(3, start=-1), "example", "a library")
+        >>> adapter.space, adapter.width
+        (Discrete(3), 1)
+        >>> adapter.to_env(torch.tensor([[0], [2]]), 2)  # one index per env, start added
+        tensor([-1,  1])
+    """
+
+    def __init__(
+        self,
+        space: gym.Space,
+        who: str,
+        library: str,
+        *,
+        discrete: str | None = "MultiDiscrete",
+        flat_box: bool = False,
+        keep_multibinary: bool = False,
+        refusal_fix: str = "",
+    ) -> None:
+        self.env_space, self.who, self.library = space, who, library
+        leaves = _leaves(space)
+        unknown = [leaf for leaf in leaves if not isinstance(leaf, (gym.spaces.Box, *_DISCRETE))]
+        if unknown:
+            raise ValueError(
+                f"{who}: the action space {space} contains {unknown[0]}, which is not an action a policy can "
+                "sample. Fix: give the env a Box, Discrete, MultiDiscrete or MultiBinary action space (or a "
+                "Dict/Tuple of them)."
+            )
+        boxes = [leaf for leaf in leaves if isinstance(leaf, gym.spaces.Box)]
+        if boxes and len(boxes) != len(leaves):
+            raise ValueError(
+                f"{who}: the action space {space} mixes continuous (Box) and discrete components; {library} "
+                "samples one kind of action per policy. Fix: make every component a Box (and threshold it "
+                "in the env) or every component discrete."
+            )
+        self.discrete = not boxes
+        if self.discrete and discrete is None:
+            raise ValueError(
+                f"{who}: the action space {space} is discrete, and {library} has no discrete action "
+                f"distribution. Fix: {refusal_fix or 'give the env a Box action space'}."
+            )
+        if discrete not in (None, "MultiDiscrete", "Tuple"):
+            raise ValueError(f"{who}: discrete={discrete!r}: expected None, 'MultiDiscrete' or 'Tuple'.")
+        if self.discrete:
+            sizes = [n for leaf in leaves for n in _components(leaf)]
+            self.width = len(sizes)
+            if isinstance(space, gym.spaces.Discrete):
+                self.space: gym.Space = gym.spaces.Discrete(int(space.n))
+            elif keep_multibinary and isinstance(space, gym.spaces.MultiBinary):
+                self.space = space
+            elif discrete == "Tuple":
+                self.space = gym.spaces.Tuple([gym.spaces.Discrete(n) for n in sizes])
+            else:
+                self.space = gym.spaces.MultiDiscrete(np.asarray(sizes, dtype=np.int64))
+        else:
+            self.width = int(sum(int(np.prod(b.shape)) for b in boxes))
+            if isinstance(space, gym.spaces.Box) and (len(space.shape) <= 1 or not flat_box):
+                self.space = space
+            else:
+                low = np.concatenate([np.broadcast_to(b.low, b.shape).reshape(-1) for b in boxes])
+                high = np.concatenate([np.broadcast_to(b.high, b.shape).reshape(-1) for b in boxes])
+                self.space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        #: a Box shown as it is: the library's actions only get the env's batch shape
+        self.identity = self.space is space and isinstance(space, gym.spaces.Box)
+        self._starts: dict[torch.device, list[tuple[int, torch.Tensor | None]]] = {}
+
+    def to_env(self, actions: Any, num_envs: int, device: torch.device | None = None) -> Any:
+        """The env's batched action for the library's ``actions`` (any shape with ``width`` values per env:
+        ``(B, width)``, ``(B,)``, or squeezed further); torch tensors on ``device`` (default: the
+        actions')."""
+        if self.identity and not torch.is_tensor(actions):  # a numpy Box batch (SB3): only its shape changes
+            array = np.asarray(actions)
+            if array.size == num_envs * self.width:
+                return array.reshape(num_envs, *self.env_space.shape)
+        tensor = actions if torch.is_tensor(actions) else torch.as_tensor(np.asarray(actions))
+        if device is not None:
+            tensor = tensor.to(device)
+        if tensor.numel() != num_envs * self.width:
+            kind = "a categorical policy" if self.discrete else f"a policy with {self.width} outputs"
+            raise ValueError(
+                f"{self.who}: got actions of shape {tuple(tensor.shape)} for {num_envs} envs, but the action "
+                f"space {self.env_space}, shown to {self.library} as {self.space}, takes {self.width} "
+                f"value(s) per env. Fix: build the policy from the env's action_space ({kind})."
+            )
+        if self.identity:
+            return tensor.reshape(num_envs, *self.env_space.shape)
+        flat = tensor.reshape(num_envs, self.width)
+        if self.discrete:
+            flat = flat.long()
+        value, _ = self._assemble(self.env_space, flat, iter(self._columns(flat.device)))
+        return value
+
+    def _columns(self, device: torch.device) -> list[tuple[int, torch.Tensor | None]]:
+        """Per leaf (in order): its first column in the flat action and its ``start`` (None when 0)."""
+        columns = self._starts.get(device)
+        if columns is None:
+            columns, col = [], 0
+            for leaf in _leaves(self.env_space):
+                start = getattr(leaf, "start", None)
+                nonzero = start is not None and bool(np.any(np.asarray(start) != 0))
+                columns.append((col, torch.as_tensor(np.asarray(start), device=device) if nonzero else None))
+                col += len(_components(leaf)) if isinstance(leaf, _DISCRETE) else int(np.prod(leaf.shape))
+            self._starts[device] = columns
+        return columns
+
+    def _assemble(self, space: gym.Space, flat: torch.Tensor, columns: Any) -> tuple[Any, Any]:
+        """``space``'s batched value, its leaves read from ``flat`` at the next entries of ``columns``."""
+        if isinstance(space, gym.spaces.Dict):
+            return {key: self._assemble(sub, flat, columns)[0] for key, sub in space.spaces.items()}, columns
+        if isinstance(space, gym.spaces.Tuple):
+            return tuple(self._assemble(sub, flat, columns)[0] for sub in space.spaces), columns
+        col, start = next(columns)
+        if isinstance(space, gym.spaces.Discrete):
+            value = flat[:, col]
+        else:
+            shape = (
+                np.asarray(space.nvec).shape if isinstance(space, gym.spaces.MultiDiscrete) else space.shape
+            )
+            value = flat[:, col : col + int(np.prod(shape))].reshape(flat.shape[0], *shape)
+        if start is not None:
+            value = value + start
+        return value.to(_torch_dtype(space.dtype)), columns
+
+
+def _to_device(x: Any, device: torch.device | None) -> Any:
+    """Torch tensors (or dicts/tuples of them) on ``device``; anything else unchanged."""
+    if device is None:
+        return x
+    if torch.is_tensor(x):
+        return x.to(device)
+    if isinstance(x, Mapping):
+        return {k: _to_device(v, device) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_to_device(v, device) for v in x)
+    return x
+
+
+def to_numpy(x: Any) -> Any:
+    """Torch tensors (or dicts/tuples of them) as numpy arrays; anything else unchanged."""
+    if torch.is_tensor(x):
+        return x.detach().cpu().numpy()
+    if isinstance(x, Mapping):
+        return {k: to_numpy(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(to_numpy(v) for v in x)
+    return x
+
+
+# -- the env's own info, for a library's logger ------------------------------------------------------------
+#: info entries that are the wrapper's plumbing, not the env's measurements
+_PLUMBING = frozenset({"final_obs", "final_info", "sensorgym", "sensorgym_layout"})
+
+
+def _numeric_rows(info: Mapping, rows: np.ndarray, prefix: str, out: dict[str, list[torch.Tensor]]) -> None:
+    """Append the values of ``info``'s numeric entries in the rows of ``rows`` that reported them (on the
+    entries' own device: no copy to the host)."""
+    for key, value in info.items():
+        if not isinstance(key, str) or key.startswith("_") or key in _PLUMBING:
+            continue
+        mask = info.get("_" + key)
+        reported = rows & host_mask(mask) if mask is not None and np.shape(mask) == rows.shape else rows
+        name = prefix + key
+        if isinstance(value, Mapping):
+            _numeric_rows(value, reported, name + "/", out)
+            continue
+        if torch.is_tensor(value):
+            tensor = value.detach()
+        elif isinstance(value, (bool, int, float, np.number, np.ndarray)):
+            array = np.asarray(value)
+            if array.dtype.kind not in "biuf":
+                continue
+            tensor = torch.as_tensor(array)
+        else:
+            continue
+        if tensor.dim() == 0:  # one value for the whole batch
+            if rows.any():
+                out.setdefault(name, []).append(tensor.reshape(1).float())
+            continue
+        if tensor.shape[0] != rows.shape[0] or not reported.any():
+            continue
+        selected = tensor[torch.as_tensor(reported, device=tensor.device)]
+        out.setdefault(name, []).append(selected.reshape(-1).float())
+
+
+def info_log(info: Mapping, finished: Any = None) -> dict[str, torch.Tensor]:
+    """The numeric entries of a vector env's step ``info``: ``{key: 1-D float tensor}`` of the values of the
+    envs that reported them (Gymnasium's ``"_key"`` masks), nested keys joined with ``/``.
+
+    ``finished`` (a ``(B,)`` mask, SAME_STEP mode): those envs report the info of their terminal step,
+    ``info["final_info"]``, not the reset info that ``info`` holds for them. The wrapper's plumbing
+    (``final_obs``, the ``sensorgym`` state) and non-numeric entries are left out.
+
+    Example:
+        >>> import numpy as np
+        >>> from sensorgym.integrations.adapters import info_log
+        >>> info_log({"energy": np.array([1.0, 2.0, 3.0]), "_energy": np.array([True, False, True])})
+        {'energy': tensor([1., 3.])}
+    """
+    out: dict[str, list[torch.Tensor]] = {}
+    batch = None
+    for value in info.values():
+        if np.ndim(value) >= 1 and not isinstance(value, Mapping):
+            batch = len(value)
+            break
+    done = host_mask(finished) if finished is not None else None
+    if batch is None:
+        batch = len(done) if done is not None else 1
+    rows = np.ones(batch, dtype=bool)
+    final = info.get("final_info")
+    if done is not None and done.any() and isinstance(final, Mapping):
+        _numeric_rows(info, rows & ~done, "", out)
+        final_mask = info.get("_final_info")
+        final_rows = done & host_mask(final_mask) if final_mask is not None else done
+        _numeric_rows(final, final_rows, "", out)
+    else:
+        _numeric_rows(info, rows, "", out)
+    return {k: torch.cat(v) for k, v in out.items()}

@@ -3,15 +3,26 @@ usable from rl_games' own ``Runner`` for training **and** playing.
 
 * :class:`RlGamesVecEnv`: an rl_games ``IVecEnv``. ``observation_space`` is the ``"policy"`` part,
   ``state_space`` (also in ``get_env_info()``) the critic input (``critic_input``, default ``"policy"`` +
-  ``"critic"``), which rl_games' ``central_value_config`` network reads. ``infos["time_outs"]`` marks
-  truncations for ``value_bootstrap``; ``infos["terminal_obs"]`` holds the terminal observations.
+  ``"critic"``), which rl_games' ``central_value_config`` network reads. The infos are the env's own info
+  plus ``"time_outs"`` (truncations, for ``value_bootstrap``) and ``"terminal_obs"`` (the terminal
+  observations). ``action_space`` is what rl_games can sample: a ``Box`` as a flat ``Box``
+  (``a2c_continuous``); ``Discrete(n, start)`` as ``Discrete(n)`` and ``MultiDiscrete`` (any shape),
+  ``MultiBinary`` or a ``Dict``/``Tuple`` of discrete spaces as a ``Tuple`` of ``Discrete``, rl_games'
+  multi-discrete form (``a2c_discrete``); a ``Dict``/``Tuple`` of ``Box`` spaces as one flat ``Box``. The
+  env gets its own action back (``start`` added, ``Dict`` rebuilt); a space mixing both kinds is refused.
 * :func:`register`: makes an env factory available by name to rl_games (``params.config.env_name``),
   both as a vec env (training) and through ``env_creator`` (the default player). It passes rl_games'
-  ``seed`` through, builds ``num_actors`` envs when the factory takes ``num_envs``, and refuses a factory
-  that builds another number. Given the ``Runner``, it also installs :class:`SensorA2CAgent` as its
-  ``a2c_continuous`` algorithm.
-* :class:`SensorA2CAgent`: rl_games' continuous PPO whose ``value_bootstrap`` uses ``γ·V(terminal state)``
-  at a time-out instead of rl_games' ``γ·V(state before the last step)``.
+  ``seed`` through (to training and to the player), builds ``num_actors`` envs when the factory takes
+  ``num_envs``, and refuses a factory that builds another number. Given the ``Runner``, it also installs
+  :class:`SensorA2CAgent` / :class:`SensorDiscreteA2CAgent` as its ``a2c_continuous`` / ``a2c_discrete``
+  algorithms and :class:`SensorPlayer` / :class:`SensorDiscretePlayer` as their players.
+* :class:`SensorA2CAgent`, :class:`SensorDiscreteA2CAgent`: rl_games' PPO whose ``value_bootstrap`` uses
+  ``γ·V(terminal state)`` at a time-out instead of rl_games' ``γ·V(state before the last step)``, with
+  the hidden state of a recurrent actor or central value network left as rl_games' own agent leaves it,
+  and ``seed: 0`` applied (rl_games' ``Runner`` seeds nothing for it).
+* :class:`SensorPlayer`, :class:`SensorDiscretePlayer`: rl_games' players, seeded: the env (through the
+  factory) and torch/numpy/random get the run's seed, so playing a checkpoint twice gives the same games
+  (rl_games' own player drops the seed).
 
 Example:
     >>> import sensorgym as sg
@@ -28,21 +39,44 @@ Example:
 from __future__ import annotations
 
 import inspect
+import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium.vector import VectorEnv
 from rl_games.algos_torch.a2c_continuous import A2CAgent
+from rl_games.algos_torch.a2c_discrete import DiscreteA2CAgent
+from rl_games.algos_torch.players import PpoPlayerContinuous, PpoPlayerDiscrete
 from rl_games.common import env_configurations, vecenv
 from rl_games.common.ivecenv import IVecEnv
 
-from .adapters import DEFAULT_CRITIC_INPUT, SameStepStepper, critic_space, critic_tensor, resolve_critic_input
+from .adapters import (
+    DEFAULT_CRITIC_INPUT,
+    ActionAdapter,
+    SameStepStepper,
+    critic_space,
+    critic_tensor,
+    resolve_critic_input,
+)
 
-__all__ = ["TERMINAL_OBS_KEY", "RlGamesVecEnv", "SensorA2CAgent", "register"]
+__all__ = [
+    "TERMINAL_OBS_KEY",
+    "RlGamesVecEnv",
+    "SensorA2CAgent",
+    "SensorDiscreteA2CAgent",
+    "SensorDiscretePlayer",
+    "SensorPlayer",
+    "register",
+]
 
 #: ``infos`` key of the terminal observations ``{"obs", "states"}`` (rows of unfinished envs = next ones)
 TERMINAL_OBS_KEY = "terminal_obs"
+#: the env names :func:`register` registered (the players hand the seed only to these factories)
+_REGISTERED: set[str] = set()
+#: env_config key that carries the player's seed past rl_games' ``BasePlayer``, which pops ``"seed"``
+_PLAYER_SEED_KEY = "_sensorgym_player_seed"
 
 
 class RlGamesVecEnv(IVecEnv):
@@ -71,7 +105,11 @@ class RlGamesVecEnv(IVecEnv):
         space = venv.single_observation_space
         self.observation_space = space["policy"]
         self.state_space = critic_space(space, self.critic_input)
-        self.action_space = venv.single_action_space
+        self._actions = ActionAdapter(
+            venv.single_action_space, "RlGamesVecEnv", "rl_games", discrete="Tuple", flat_box=True
+        )
+        #: what rl_games samples (a2c_continuous: a flat Box; a2c_discrete: Discrete or a Tuple of them)
+        self.action_space = self._actions.space
         self.value_size = 1
         self.num_envs = venv.num_envs
         self._seed = seed
@@ -89,11 +127,11 @@ class RlGamesVecEnv(IVecEnv):
         return self._split(obs)
 
     def step(self, actions: Any) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, dict]:
-        batch = actions if torch.is_tensor(actions) else torch.as_tensor(actions)
-        out = self._stepper.step(batch.reshape(self.num_envs, -1))
+        out = self._stepper.step(self._actions.to_env(actions, self.num_envs))
         obs = self._split(out.obs)
         terminal = obs if out.terminal_obs is out.obs else self._split(out.terminal_obs)
-        infos = {"time_outs": out.truncated & ~out.terminated, TERMINAL_OBS_KEY: terminal}
+        # the env's own info (what rl_games' observers and player read: "episode", "scores", ...) and ours
+        infos = {**out.info, "time_outs": out.truncated & ~out.terminated, TERMINAL_OBS_KEY: terminal}
         return obs, out.rewards, (out.terminated | out.truncated), infos
 
     def get_number_of_agents(self) -> int:
@@ -112,32 +150,115 @@ class RlGamesVecEnv(IVecEnv):
         self.venv.close()
 
 
-class SensorA2CAgent(A2CAgent):
+def _seed_zero(params: dict[str, Any]) -> None:
+    """Apply ``params["seed"] == 0``, which rl_games' ``Runner.load_config`` skips (``if self.seed:``), as it
+    applies any other seed: torch, numpy and random seeded, and the env factory handed the seed."""
+    seed = params.get("seed")
+    if seed is None or seed != 0:
+        return
+    _seed_rngs(0)
+    env_config = params.setdefault("config", {}).setdefault("env_config", {})
+    env_config.setdefault("seed", 0)
+
+
+def _seed_rngs(seed: int) -> None:
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+class _TerminalValue:
+    """rl_games' ``value_bootstrap`` from the terminal state, for the A2C agents (continuous and discrete)."""
+
+    def __init__(self, base_name: str, params: dict[str, Any]) -> None:
+        _seed_zero(params)
+        super().__init__(base_name, params)  # type: ignore[call-arg]
+
+    def get_action_values(self, obs: dict[str, Any]) -> dict[str, Any]:
+        res = super().get_action_values(obs)  # type: ignore[misc]
+        self._sensorgym_step = res  # rl_games reads res["values"] again after env_step to bootstrap
+        return res
+
+    def get_masked_action_values(self, obs: dict[str, Any], action_masks: Any) -> dict[str, Any]:
+        res = super().get_masked_action_values(obs, action_masks)  # type: ignore[misc]
+        self._sensorgym_step = res
+        return res
+
+    def env_step(self, actions: Any) -> Any:
+        obs, rewards, dones, infos = super().env_step(actions)  # type: ignore[misc]
+        res = getattr(self, "_sensorgym_step", None)
+        time_outs = infos.get("time_outs") if isinstance(infos, dict) else None
+        terminal = infos.get(TERMINAL_OBS_KEY) if isinstance(infos, dict) else None
+        if self.value_bootstrap and res is not None and time_outs is not None and terminal is not None:  # type: ignore[attr-defined]
+            time_outs = self.cast_obs(time_outs).bool()  # type: ignore[attr-defined]
+            if bool(time_outs.any()):
+                res["values"] = torch.where(
+                    time_outs.view(-1, 1), self._terminal_values(terminal), res["values"]
+                )
+        self._sensorgym_step = None
+        return obs, rewards, dones, infos
+
+    def _terminal_values(self, terminal: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``V(s_T)`` with the hidden state of the step (``h_t``), which is left as it was: a recurrent
+        central value network's ``get_value`` stores the state it ends in, so the extra evaluation would
+        advance the hidden state of every env by one phantom step."""
+        cv = self.central_value_net if self.has_central_value else None  # type: ignore[attr-defined]
+        cv_states = cv.rnn_states if cv is not None else None
+        actor_states = self.rnn_states  # type: ignore[attr-defined]
+        try:
+            return self.get_values(self.obs_to_tensors(terminal))  # type: ignore[attr-defined]
+        finally:
+            if cv is not None:
+                cv.rnn_states = cv_states
+            self.rnn_states = actor_states
+
+
+class SensorA2CAgent(_TerminalValue, A2CAgent):
     """rl_games' ``a2c_continuous`` agent whose ``value_bootstrap`` uses the terminal state.
 
     rl_games adds ``γ·V(s_t)`` (the value of the state the last action was taken in) to the reward of a
     time-out step; with :class:`RlGamesVecEnv`, whose infos carry the terminal observation, this agent adds
-    ``γ·V(s_T)`` instead (central value network or not). Everything else is rl_games' agent;
-    ``register(..., runner=runner)`` installs it for the standard ``algo: {name: a2c_continuous}``.
+    ``γ·V(s_T)`` instead (central value network or not; a recurrent one evaluated from the step's hidden
+    state, which stays as rl_games leaves it). ``seed: 0`` is applied (rl_games' ``Runner`` skips it).
+    Everything else is rl_games' agent; ``register(..., runner=runner)`` installs it for
+    ``algo: {name: a2c_continuous}`` (:class:`SensorDiscreteA2CAgent` for ``a2c_discrete``).
     """
 
-    def get_action_values(self, obs: dict[str, Any]) -> dict[str, Any]:
-        res = super().get_action_values(obs)
-        self._sensorgym_step = res  # rl_games reads res["values"] again after env_step to bootstrap
-        return res
 
-    def env_step(self, actions: Any) -> Any:
-        obs, rewards, dones, infos = super().env_step(actions)
-        res = getattr(self, "_sensorgym_step", None)
-        time_outs = infos.get("time_outs") if isinstance(infos, dict) else None
-        terminal = infos.get(TERMINAL_OBS_KEY) if isinstance(infos, dict) else None
-        if self.value_bootstrap and res is not None and time_outs is not None and terminal is not None:
-            time_outs = self.cast_obs(time_outs).bool()
-            if bool(time_outs.any()):
-                values = self.get_values(self.obs_to_tensors(terminal))
-                res["values"] = torch.where(time_outs.view(-1, 1), values, res["values"])
-        self._sensorgym_step = None
-        return obs, rewards, dones, infos
+class SensorDiscreteA2CAgent(_TerminalValue, DiscreteA2CAgent):
+    """rl_games' ``a2c_discrete`` agent whose ``value_bootstrap`` uses the terminal state (see
+    :class:`SensorA2CAgent`)."""
+
+
+class _SeededPlayer:
+    """rl_games' player with the run's seed: rl_games' ``BasePlayer`` pops ``env_config["seed"]`` (from the
+    ``Runner``'s own params, so a second play has none) and uses it nowhere. This one copies the params,
+    hands the seed (``env_config["seed"]``, else ``params["seed"]``) to a factory registered with
+    :func:`register`, and seeds torch, numpy and random with it, so a play is reproducible."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        params = dict(params)
+        config = params["config"] = dict(params.get("config", {}))
+        env_config = config["env_config"] = dict(config.get("env_config", {}))
+        if isinstance(config.get("player"), dict):
+            player = config["player"] = dict(config["player"])
+            if isinstance(player.get("env_config"), dict):
+                env_config = player["env_config"] = dict(player["env_config"])
+        seed = env_config.get("seed", params.get("seed"))
+        if seed is not None and config.get("env_name") in _REGISTERED:
+            env_config[_PLAYER_SEED_KEY] = seed  # survives BasePlayer's pop of "seed"
+        if seed is not None:
+            _seed_rngs(int(seed))
+        super().__init__(params)  # type: ignore[call-arg]
+
+
+class SensorPlayer(_SeededPlayer, PpoPlayerContinuous):
+    """rl_games' continuous PPO player, seeded (see :func:`register`)."""
+
+
+class SensorDiscretePlayer(_SeededPlayer, PpoPlayerDiscrete):
+    """rl_games' discrete PPO player, seeded (see :func:`register`)."""
 
 
 def _parameters(fn: Callable[..., Any]) -> Any:
@@ -177,8 +298,10 @@ def register(
     factory that builds another number of envs is refused. The default player calls ``env_creator`` with
     ``params.config.player.env_config`` (else ``env_config``) and no ``num_actors``: give ``num_envs`` a
     default (or put it in that ``env_config``). With ``runner`` (an ``rl_games.torch_runner.
-    Runner``), its ``a2c_continuous`` algorithm becomes :class:`SensorA2CAgent` (time-outs bootstrapped
-    from the terminal state).
+    Runner``), its ``a2c_continuous`` / ``a2c_discrete`` algorithms become :class:`SensorA2CAgent` /
+    :class:`SensorDiscreteA2CAgent` (time-outs bootstrapped from the terminal state, ``seed: 0`` applied)
+    and their players :class:`SensorPlayer` / :class:`SensorDiscretePlayer` (the env and the random
+    generators seeded with the run's seed).
 
     Example:
         >>> import sensorgym as sg
@@ -199,6 +322,8 @@ def register(
     def build(num_actors: int | None, kwargs: dict[str, Any]) -> RlGamesVecEnv:
         kwargs = dict(kwargs)
         seed = kwargs.pop("seed", None)
+        player_seed = kwargs.pop(_PLAYER_SEED_KEY, None)
+        seed = player_seed if seed is None else seed
         if seed is not None and _accepts(make_env, "seed"):
             kwargs["seed"] = seed
         if num_actors is not None and "num_envs" not in kwargs and _named(make_env, "num_envs"):
@@ -223,5 +348,9 @@ def register(
     env_configurations.register(
         name, {"vecenv_type": name, "env_creator": lambda **kwargs: build(None, kwargs)}
     )
+    _REGISTERED.add(name)
     if runner is not None:
         runner.algo_factory.register_builder("a2c_continuous", lambda **kw: SensorA2CAgent(**kw))
+        runner.algo_factory.register_builder("a2c_discrete", lambda **kw: SensorDiscreteA2CAgent(**kw))
+        runner.player_factory.register_builder("a2c_continuous", lambda **kw: SensorPlayer(**kw))
+        runner.player_factory.register_builder("a2c_discrete", lambda **kw: SensorDiscretePlayer(**kw))

@@ -6,7 +6,11 @@ episode clock, and time-outs bootstrapped from the terminal state.
   the critic at ``critic_input`` (default ``["policy", "critic"]``). ``episode_length_buf`` and
   ``max_episode_length`` are the wrapped env's own step counters and time limit (as in Isaac Lab's
   wrapper), so ``runner.learn(n, init_at_random_ep_len=True)`` really spreads the episode starts.
-  ``extras`` carry ``"time_outs"`` and ``"terminal_observations"``.
+  ``extras`` carry ``"time_outs"``, ``"terminal_observations"`` and, under ``"log"`` (what rsl_rl's logger
+  records), the numeric entries of the env's own info (nested keys joined with ``/``; an env that finished
+  reports its terminal step's info). The action space must be continuous: a ``Box``, or a ``Dict``/``Tuple``
+  of them (one flat action vector, unflattened for the env); rsl_rl has no discrete action distribution, so
+  a discrete action space is refused at construction.
 * :class:`TerminalValuePPO`: rsl_rl's PPO, except that a time-out is bootstrapped with
   ``γ·V(terminal observation)`` instead of rsl_rl's ``γ·V(observation before the last step)``. Select it
   in the runner config:
@@ -29,14 +33,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import gymnasium as gym
 import torch
 from gymnasium.vector import VectorEnv
 from rsl_rl.algorithms import PPO
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
-from .adapters import DEFAULT_CRITIC_INPUT, EpisodeClock, SameStepStepper, resolve_critic_input
+from .adapters import (
+    DEFAULT_CRITIC_INPUT,
+    ActionAdapter,
+    EpisodeClock,
+    SameStepStepper,
+    info_log,
+    resolve_critic_input,
+)
 
 __all__ = ["OBS_GROUPS", "TERMINAL_OBS_KEY", "RslRlVecEnv", "TerminalValuePPO"]
 
@@ -60,6 +70,10 @@ class RslRlVecEnv(VecEnv):
             ``("critic",)``; :attr:`obs_groups` is the matching runner config.
         seed: seed of the env's first reset (rsl_rl never passes one), for reproducible runs; None: unseeded.
 
+    ``num_actions`` is the size of the flat action vector (a ``Dict`` of ``Box`` spaces: all of them, in the
+    space's order). A discrete action space (``Discrete``, ``MultiDiscrete``, ``MultiBinary``) raises a
+    ``ValueError``: rsl_rl's actors sample only continuous distributions (Gaussian, Beta).
+
     Example: see the module docstring.
     """
 
@@ -76,7 +90,18 @@ class RslRlVecEnv(VecEnv):
         self.venv = venv
         self.critic_input = resolve_critic_input(critic_input, "RslRlVecEnv")
         self.num_envs = venv.num_envs
-        self.num_actions = gym.spaces.flatdim(venv.single_action_space)
+        self._actions = ActionAdapter(
+            venv.single_action_space,
+            "RslRlVecEnv",
+            "rsl_rl",
+            discrete=None,
+            flat_box=True,
+            refusal_fix=(
+                "train it with skrl (SkrlWrapper), rl_games (register) or Stable-Baselines3 (SB3VecEnv), "
+                "whose adapters take discrete actions, or give the env a Box action space"
+            ),
+        )
+        self.num_actions = self._actions.width
         self.device = self._stepper.device
         self.cfg: dict[str, Any] = {}
         # rsl_rl's runner never resets with a seed: the first reset takes ``seed`` (None: unseeded)
@@ -115,14 +140,16 @@ class RslRlVecEnv(VecEnv):
         return self._obs
 
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        out = self._stepper.step(actions.reshape(self.num_envs, -1))
+        out = self._stepper.step(self._actions.to_env(actions, self.num_envs))
         dones = out.terminated | out.truncated
         self._clock.advance(dones)
         self._obs = self._group(out.obs)
+        # SAME_STEP: the info of an env that finished is its reset info; its last step's is in final_info
+        finished = dones if out.reset_info is None else None
         extras = {
             "time_outs": out.truncated & ~out.terminated,
             TERMINAL_OBS_KEY: self._obs if out.terminal_obs is out.obs else self._group(out.terminal_obs),
-            "log": {},
+            "log": info_log(out.info, finished),
         }
         return self._obs, out.rewards, dones.long(), extras
 

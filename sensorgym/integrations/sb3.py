@@ -43,7 +43,7 @@ from stable_baselines3.sac.policies import SACPolicy
 from stable_baselines3.td3.policies import TD3Policy
 from torch import nn
 
-from .adapters import SameStepStepper
+from .adapters import ActionAdapter, SameStepStepper
 
 __all__ = [
     "DEFAULT_CRITIC_INPUT",
@@ -123,7 +123,12 @@ class SB3VecEnv(VecEnv):
         self.venv = venv
         self.mode = self._stepper.mode
         self._actions: Any = None
-        super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
+        # SB3 samples Box, Discrete, MultiDiscrete (1-D) and MultiBinary; a (Multi)Discrete start is added
+        # back, a Dict/Tuple is one flat Box or MultiDiscrete (see ActionAdapter)
+        self._action_adapter = ActionAdapter(
+            venv.single_action_space, "SB3VecEnv", "Stable-Baselines3", keep_multibinary=True
+        )
+        super().__init__(venv.num_envs, venv.single_observation_space, self._action_adapter.space)
 
     # -- VecEnv API ------------------------------------------------------------------------------------
     def reset(self):
@@ -141,7 +146,7 @@ class SB3VecEnv(VecEnv):
         self._actions = actions
 
     def step_wait(self):
-        out = self._stepper.step(self._actions)
+        out = self._stepper.step(self._action_adapter.to_env(self._actions, self.num_envs))
         term, trunc = out.terminated.numpy(), out.truncated.numpy()
         dones = term | trunc
         infos = [unbatch_info(out.info, i) for i in range(self.num_envs)]

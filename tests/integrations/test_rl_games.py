@@ -162,3 +162,185 @@ def test_player_env_of_a_factory_without_default_size_is_a_clear_error():
     with pytest.raises(TypeError, match=r"requires num_envs\. Fix"):
         creator()
     assert creator(num_envs=2).num_envs == 2  # e.g. params.config.player.env_config.num_envs
+
+
+# -- a recurrent actor / central value network: the terminal value leaves the hidden state alone ----------
+def _recurrent_params(tmp_path: Path, name: str, central_value: bool) -> dict:
+    params = rl_games_params(tmp_path, name, N, horizon=STEPS, gamma=GAMMA)
+    lstm = {"name": "lstm", "units": 8, "layers": 1}
+    params["config"]["seq_length"] = 4
+    if central_value:  # the issue's case: a recurrent central value network (the actor is an MLP)
+        params["config"]["central_value_config"]["network"]["rnn"] = lstm
+    else:  # a recurrent actor-critic network, no central value
+        params["network"]["rnn"] = lstm
+        del params["config"]["central_value_config"]
+    return {"params": params}
+
+
+@pytest.mark.parametrize("central_value", [True, False], ids=["central_value", "actor"])
+def test_terminal_value_leaves_the_recurrent_state_as_rl_games_does(tmp_path, central_value):
+    """At a time-out step the extra ``V(s_T)`` call must not advance the LSTM state: rl_games' own agent
+    leaves it as the action left it (``h_t``) until it zeroes the finished envs' rows. ``V(s_T)`` itself is
+    evaluated from ``h_t``."""
+    name = f"sensorgym_test_rnn_{central_value}"
+    runner = Runner()
+    register(name, lambda num_envs=N, seed=None: sensor_env(num_envs, HORIZON, seed=seed or 0), runner=runner)
+    build = runner.algo_factory._builders["a2c_continuous"]
+    agents: list = []
+    records: list = []
+
+    def terminal_value(agent, h_t, terminal):
+        """V(s_T | h_t), evaluated on its own (the network's weights do not change during the rollout)."""
+        with torch.no_grad():
+            if central_value:
+                cv = agent.central_value_net
+                kept, cv.rnn_states = cv.rnn_states, [s.clone() for s in h_t]
+                value = cv.get_value({"states": terminal["states"]})
+                cv.rnn_states = kept
+                return value
+            inputs = {"is_train": False, "prev_actions": None, "rnn_states": [s.clone() for s in h_t]}
+            return agent.model({**inputs, "obs": agent._preproc_obs(terminal["obs"])})["values"]
+
+    def recorded(**kw):
+        agent = build(**kw)
+        env_step = agent.env_step
+
+        def states():  # the recurrent state the terminal value must start from and leave alone
+            return (agent.central_value_net if central_value else agent).rnn_states
+
+        def recording_env_step(actions):
+            h_t = [s.clone() for s in states()]
+            obs, rewards, dones, infos = env_step(actions)
+            after = [s.clone() for s in states()]
+            rows = infos["time_outs"].bool()
+            value = terminal_value(agent, h_t, infos[TERMINAL_OBS_KEY]) if rows.any() else None
+            records.append((h_t, after, rewards.clone(), rows, value))
+            return obs, rewards, dones, infos
+
+        agent.env_step = recording_env_step
+        agents.append(agent)
+        return agent
+
+    runner.algo_factory.register_builder("a2c_continuous", recorded)
+    runner.load(_recurrent_params(tmp_path, name, central_value))
+    runner.run({"train": True, "play": False})
+    (agent,) = agents
+    holder = agent.central_value_net if central_value else agent
+    assert holder.is_rnn if central_value else agent.is_rnn
+    assert len(records) == STEPS
+    stored = agent.experience_buffer.tensor_dict["rewards"][:, :, 0]
+    timed_out = 0
+    for t, (h_t, after, rewards, rows, value) in enumerate(records):
+        for before, now in zip(h_t, after, strict=True):  # as rl_games' own agent leaves it: untouched
+            change = float((now - before).abs().max())
+            assert torch.equal(before, now), f"step {t}: the LSTM state changed by {change:.3f}"
+        if value is not None:
+            expected = rewards.view(-1) + GAMMA * value[:, 0]
+            torch.testing.assert_close(stored[t][rows], expected[rows])
+            timed_out += int(rows.sum())
+    assert timed_out >= N  # time-out steps were checked (episodes of 12 steps, a rollout of 16)
+
+
+# -- seeds: play is reproducible, and seed 0 is a seed ----------------------------------------------------
+def _seeded_run(tmp_path: Path, name: str, seed: int, plays: int) -> tuple[list, dict, list]:
+    """Train one epoch with ``params.seed = seed``, then play the checkpoint ``plays`` times; returns the
+    seeds the factory got, the trained weights and each play's rewards."""
+    seeds: list = []
+
+    def make_env(num_envs: int = N, seed: int | None = None):
+        seeds.append(seed)
+        return sensor_env(num_envs, HORIZON, seed=seed)
+
+    runner = Runner()
+    register(name, make_env, runner=runner)
+    agents: list = []
+    build_agent = runner.algo_factory._builders["a2c_continuous"]
+    runner.algo_factory.register_builder(
+        "a2c_continuous", lambda **kw: agents.append(build_agent(**kw)) or agents[-1]
+    )
+    build_player = runner.player_factory._builders["a2c_continuous"]
+    played: list[list] = []
+
+    def player_recording_rewards(**kw):
+        player = build_player(**kw)
+        rewards, step = [], player.env.step
+
+        def recording_step(actions):
+            out = step(actions)
+            rewards.append(out[1].clone())
+            return out
+
+        player.env.step = recording_step
+        played.append(rewards)
+        return player
+
+    runner.player_factory.register_builder("a2c_continuous", player_recording_rewards)
+    params = _params(tmp_path, name)
+    params["params"]["seed"] = seed
+    runner.load(params)
+    runner.run({"train": True, "play": False})
+    checkpoint = str(next((tmp_path / "run" / "nn").glob("last_*.pth")))
+    for _ in range(plays):
+        runner.run({"train": False, "play": True, "checkpoint": checkpoint})
+    weights = {k: v.clone() for k, v in agents[0].model.state_dict().items()}
+    return seeds, weights, played
+
+
+def test_playing_a_checkpoint_twice_gives_the_same_games(tmp_path):
+    """rl_games' player pops the seed and uses it nowhere (the issue: the same checkpoint scored -105.17,
+    then -97.13, with deterministic actions)."""
+    seeds, _, played = _seeded_run(tmp_path, "sensorgym_test_play_seed", seed=5, plays=2)
+    assert seeds == [5, 5, 5]  # training, then each play: the factory got the run's seed every time
+    first, second = played
+    assert len(first) == len(second) >= HORIZON
+    for a, b in zip(first, second, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_seed_zero_seeds_training(tmp_path):
+    """rl_games' Runner skips ``seed: 0`` (``if self.seed:``): neither torch nor the env was seeded."""
+    seeds_a, weights_a, _ = _seeded_run(tmp_path / "a", "sensorgym_test_seed0_a", seed=0, plays=0)
+    seeds_b, weights_b, _ = _seeded_run(tmp_path / "b", "sensorgym_test_seed0_b", seed=0, plays=0)
+    assert seeds_a == seeds_b == [0]
+    for key, value in weights_a.items():
+        assert torch.equal(value, weights_b[key]), key
+
+
+def test_the_envs_info_reaches_rl_games(tmp_path):
+    """rl_games' observers (``Runner(algo_observer=...)``) read the env's info: "episode", "scores", custom
+    entries. The adapter passed on only its own two keys."""
+    from rl_games.common.algo_observer import DefaultAlgoObserver
+
+    class Observer(DefaultAlgoObserver):
+        def __init__(self):
+            super().__init__()
+            self.infos: list = []
+
+        def process_infos(self, infos, done_indices):
+            self.infos.append(infos)
+            super().process_infos(infos, done_indices)
+
+    env_infos: list = []
+
+    def make_env(num_envs: int = N, seed: int | None = None):
+        venv = sensor_env(num_envs, HORIZON, seed=seed or 0)
+        step = venv.step
+
+        def recording_step(actions):
+            out = step(actions)
+            env_infos.append(out[-1])
+            return out
+
+        venv.step = recording_step
+        return venv
+
+    observer = Observer()
+    runner = Runner(algo_observer=observer)
+    register("sensorgym_test_infos", make_env, runner=runner)
+    runner.load(_params(tmp_path, "sensorgym_test_infos"))
+    runner.run({"train": True, "play": False})
+    assert len(observer.infos) == len(env_infos) == STEPS
+    for infos, info in zip(observer.infos, env_infos, strict=True):
+        assert set(info) <= set(infos) and {"time_outs", TERMINAL_OBS_KEY} <= set(infos)
+        assert torch.equal(infos["state"], info["state"])  # BatchedPendulum's [θ, θ̇]
+    assert any("final_info" in infos for infos in observer.infos)  # the terminal step's info, in SAME_STEP
