@@ -4,6 +4,8 @@ the critic the configured critic input, time-outs are bootstrapped from the term
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -129,3 +131,95 @@ def test_sync_numpy_env_trains_and_uses_its_time_limit():
     env.episode_length_buf = torch.tensor([199, 5])
     assert env.venv.unwrapped.get_attr("_elapsed_steps") == (199, 5)
     OnPolicyRunner(env, _cfg(env), log_dir=None, device="cpu").learn(1)
+
+
+def test_the_envs_info_reaches_rsl_rls_logger(tmp_path):
+    """rsl_rl's logger records ``extras["log"]`` (the adapter's was always ``{}``): each numeric entry of the
+    env's info, an env that finished reporting its terminal step's (``final_info``), means over the steps
+    of an iteration. BatchedPendulum reports ``info["state"] = [θ, θ̇]``."""
+
+    class RecordingWriter:  # rsl_rl's logger plug-in point: cfg["logger"] = {"class_name": ...}
+        scalars: dict = {}  # noqa: RUF012
+
+        def __init__(self, log_dir, **kwargs):
+            RecordingWriter.scalars = {}
+
+        def add_scalar(self, tag, value, step):
+            RecordingWriter.scalars[tag] = float(value)
+
+        def stop(self):
+            pass
+
+    venv = sensor_env()
+    infos, step = [], venv.step
+
+    def recording_step(actions):
+        out = step(actions)
+        infos.append((out[-1], out[2] | out[3]))
+        return out
+
+    venv.step = recording_step
+    env = RslRlVecEnv(venv, seed=0)
+    cfg = _cfg(env) | {"logger": {"class_name": RecordingWriter}}
+    OnPolicyRunner(env, cfg, log_dir=str(tmp_path), device="cpu").learn(1)
+
+    assert len(infos) == STEPS
+    rows = []
+    for info, done in infos:  # an env that finished reports its last step, not its reset
+        rows.append(
+            torch.where(done[:, None], info["final_info"]["state"], info["state"])
+            if done.any()
+            else info["state"]
+        )
+    assert any(done.any() for _, done in infos)
+    expected = torch.stack(rows).mean()
+    assert RecordingWriter.scalars["Episode/state"] == pytest.approx(float(expected), rel=1e-6)
+
+
+def test_recurrent_actor_and_critic_keep_their_hidden_state():
+    """A guard for recurrent models: at a time-out, ``TerminalValuePPO`` evaluates ``V(s_T)`` from the
+    critic's hidden state of the step (``h_t``) and leaves that state as rsl_rl's own PPO does."""
+    env = RslRlVecEnv(sensor_env(), critic_input=("policy", "critic"))
+    cfg = _cfg(env)
+    recurrent = {"class_name": "RNNModel", "hidden_dims": [16], "rnn_type": "lstm", "rnn_hidden_dim": 8}
+    cfg["actor"] = recurrent | {"distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0}}
+    cfg["critic"] = dict(recurrent)
+    runner = OnPolicyRunner(env, cfg, log_dir=None, device="cpu")
+    alg = runner.alg
+    assert alg.actor.is_recurrent and alg.critic.is_recurrent
+    records: list = []
+    process = alg.process_env_step
+
+    def hidden(model):
+        return tuple(h.clone() for h in model.get_hidden_state())
+
+    def recording_process(obs, rewards, dones, extras):
+        h_t = (hidden(alg.actor), hidden(alg.critic))  # after act(): the state the step's values came from
+        expected = None
+        if extras["time_outs"].any():
+            with torch.no_grad():  # V(s_T | h_t), evaluated on a copy of the critic
+                critic = copy.deepcopy(alg.critic)
+                critic.reset(hidden_state=tuple(h.clone() for h in h_t[1]))
+                expected = critic(extras[TERMINAL_OBS_KEY]).squeeze(-1)
+        stored_before = alg.storage.step
+        process(obs, rewards, dones, extras)
+        after = (hidden(alg.actor), hidden(alg.critic))
+        records.append(
+            (h_t, after, dones.bool(), rewards.clone(), extras["time_outs"], expected, stored_before)
+        )
+
+    alg.process_env_step = recording_process
+    runner.learn(1, init_at_random_ep_len=True)  # time-outs at different steps: some envs run on
+    timed_out = 0
+    for h_t, after, done, rewards, time_outs, expected, t in records:
+        for before_model, after_model in zip(h_t, after, strict=True):
+            for b, a in zip(before_model, after_model, strict=True):  # rsl_rl zeroes the finished envs only
+                torch.testing.assert_close(
+                    a, torch.where(done[None, :, None], torch.zeros_like(b), b), rtol=0, atol=0
+                )
+        if expected is not None:
+            stored = alg.storage.rewards[t, :, 0]
+            torch.testing.assert_close(stored[time_outs], rewards[time_outs] + GAMMA * expected[time_outs])
+            timed_out += int(time_outs.sum())
+    assert timed_out >= 1
+    assert any(expected is not None and not done.all() for _, _, done, _, _, expected, _ in records)
