@@ -4,8 +4,12 @@ and forward-hook recorders."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import torch
+from gymnasium.spaces import Box, Dict, Tuple
 from torch import nn
 
 import sensorgym as sg
@@ -24,6 +28,58 @@ def sensor_env(n: int = N, horizon: int = HORIZON, seed: int = 0) -> SensorObser
     return SensorObservation(
         BatchedPendulumEnv(n, autoreset_mode="SameStep", max_episode_steps=horizon), SENSORS, seed=seed
     )
+
+
+LIMIT = 5  #: steps per episode of :func:`recording_env`
+SENSORS_XY = {"x": sg.StateSensorOptions(key="obs", index=[0, 1], noise=0.01)}
+
+
+def _valid(space: gym.Space, action: Any) -> bool:
+    """In ``space``, except that a Box value may leave its bounds (a Gaussian policy's actions do; the env
+    clips them), but not its shape or dtype."""
+    if isinstance(space, Box):
+        action = np.asarray(action)
+        return action.shape == space.shape and action.dtype == space.dtype
+    if isinstance(space, Dict):
+        return (
+            isinstance(action, dict)
+            and action.keys() == space.keys()
+            and all(_valid(space[k], action[k]) for k in space)
+        )
+    if isinstance(space, Tuple):
+        return isinstance(action, tuple) and all(_valid(s, a) for s, a in zip(space, action, strict=True))
+    return space.contains(action)
+
+
+class _Recorder(gym.Env):
+    """Asserts that every action is in its action space (as Gymnasium's CartPole does) and records it."""
+
+    observation_space = Box(-10, 10, (3,), np.float32)
+    metadata = {"render_fps": 20}  # noqa: RUF012 (Gymnasium reads it as a class attribute)
+
+    def __init__(self, action_space: gym.Space) -> None:
+        self.action_space = action_space
+        self.actions: list[Any] = []
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.uniform(-1, 1, 3).astype(np.float32), {}
+
+    def step(self, action):
+        assert _valid(self.action_space, action), f"{action!r} invalid"
+        self.actions.append(action)
+        self.t += 1
+        return self.np_random.uniform(-1, 1, 3).astype(np.float32), float(self.t), False, False, {}
+
+
+def recording_env(space: gym.Space, n: int = 4) -> SensorObservation:
+    """A Sync vector env (SAME_STEP) of ``n`` :class:`_Recorder` envs with a time limit of ``LIMIT`` steps."""
+    venv = gym.vector.SyncVectorEnv(
+        [lambda: gym.wrappers.TimeLimit(_Recorder(space), LIMIT) for _ in range(n)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    return SensorObservation(venv, SENSORS_XY, dt=0.05, seed=0)
 
 
 def critic_view(obs: dict[str, torch.Tensor], critic_input: tuple[str, ...]) -> torch.Tensor:

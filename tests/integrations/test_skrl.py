@@ -19,9 +19,19 @@ from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
 from skrl.trainers.torch import SequentialTrainer
 
 import sensorgym as sg
+import sensorgym.integrations.skrl as sensor_skrl
 from sensorgym.integrations.skrl import TERMINAL_STATES_KEY, SensorPPO, SkrlWrapper, wrap_env
 
-from .common import CRITIC_DIM, CRITIC_INPUTS, POLICY_DIM, InputRecorder, N, critic_view, sensor_env
+from .common import (
+    CRITIC_DIM,
+    CRITIC_INPUTS,
+    POLICY_DIM,
+    InputRecorder,
+    N,
+    critic_view,
+    recording_env,
+    sensor_env,
+)
 
 STEPS = 16
 GAMMA = 0.9
@@ -194,3 +204,157 @@ def test_an_episode_that_terminates_on_its_time_limit_step_is_not_bootstrapped()
     rewards_stored = agent.memory.get_tensor_by_name("rewards")[:, :, 0]
     for t in ends:
         torch.testing.assert_close(rewards_stored[t], torch.ones(N))  # r, not r + γ·V(s_T)
+
+
+# -- off-policy agents: the replay memory's next state of a finished episode is its terminal one ----------
+def _q_models(env, kind: str) -> dict[str, Model]:
+    """Small models for skrl's off-policy agents: policies read ``observations``, Q-functions ``states``."""
+    from skrl.models.torch import DeterministicMixin, GaussianMixin
+
+    obs_dim, state_dim = env.observation_space.shape[0], env.state_space.shape[0]
+
+    def spaces():
+        return {
+            "observation_space": env.observation_space,
+            "state_space": env.state_space,
+            "action_space": env.action_space,
+        }
+
+    class Critic(DeterministicMixin, Model):  # Q(s, a) from the critic input and the action
+        def __init__(self):
+            Model.__init__(self, **spaces())
+            DeterministicMixin.__init__(self)
+            self.net = nn.Linear(state_dim + 1, 1)
+
+        def compute(self, inputs, role=""):
+            return self.net(torch.cat([inputs["states"], inputs["taken_actions"]], dim=1)), {}
+
+    class QNetwork(DeterministicMixin, Model):  # one Q-value per discrete action, from the critic input
+        def __init__(self):
+            Model.__init__(self, **spaces())
+            DeterministicMixin.__init__(self)
+            self.net = nn.Linear(state_dim, env.action_space.n)
+
+        def compute(self, inputs, role=""):
+            return self.net(inputs["states"]), {}
+
+    class Deterministic(DeterministicMixin, Model):
+        def __init__(self):
+            Model.__init__(self, **spaces())
+            DeterministicMixin.__init__(self, clip_actions=True)
+            self.net = nn.Linear(obs_dim, 1)
+
+        def compute(self, inputs, role=""):
+            return torch.tanh(self.net(inputs["observations"])) * 2, {}
+
+    class Stochastic(GaussianMixin, Model):
+        def __init__(self):
+            Model.__init__(self, **spaces())
+            GaussianMixin.__init__(self, clip_actions=True)
+            self.net, self.log_std = nn.Linear(obs_dim, 1), nn.Parameter(torch.zeros(1))
+
+        def compute(self, inputs, role=""):
+            return self.net(inputs["observations"]), {"log_std": self.log_std}
+
+    if kind in ("DQN", "DDQN"):
+        return {"q_network": QNetwork(), "target_q_network": QNetwork()}
+    critics = {
+        "critic_1": Critic(),
+        "critic_2": Critic(),
+        "target_critic_1": Critic(),
+        "target_critic_2": Critic(),
+    }
+    if kind == "SAC":
+        return {"policy": Stochastic(), **critics}
+    if kind == "TD3":
+        return {"policy": Deterministic(), "target_policy": Deterministic(), **critics}
+    return {  # DDPG
+        "policy": Deterministic(),
+        "target_policy": Deterministic(),
+        "critic": Critic(),
+        "target_critic": Critic(),
+    }
+
+
+@pytest.mark.parametrize("kind", ["SAC", "TD3", "DDPG", "DQN", "DDQN"])
+def test_off_policy_agents_store_the_terminal_state(kind):
+    """skrl's SAC/TD3/DDPG/DQN/DDQN store ``next_observations`` / ``next_states``, which after an autoreset
+    are the next episode's first, and bootstrap every transition that is not ``terminated`` from them: a
+    time-out was bootstrapped from the reset state (the issue: all 9 time-out rows). The Sensor versions
+    store the terminal observation and state (the sensor wrapper's ``final_obs``)."""
+    # DQN/DDQN: discrete actions (the recording env, Discrete(3), episodes of 5 steps); else Pendulum (12)
+    discrete = kind in ("DQN", "DDQN")
+    venv = recording_env(gym.spaces.Discrete(3), N) if discrete else sensor_env()
+    env = SkrlWrapper(venv, seed=0)
+    agent_class = getattr(sensor_skrl, f"Sensor{kind}")
+    memory = RandomMemory(memory_size=STEPS, num_envs=N)
+    agent = agent_class(
+        models=_q_models(env, kind),
+        memory=memory,
+        observation_space=env.observation_space,
+        state_space=env.state_space,
+        action_space=env.action_space,
+        cfg={"batch_size": 8, "learning_starts": STEPS - 2, "experiment": {"directory": _EXPERIMENTS}},
+    )
+    steps, step = [], env.step
+
+    def recording_step(actions):
+        out = step(actions)
+        steps.append((out, {k: v.clone() for k, v in env._obs.items()}))
+        return out
+
+    env.step = recording_step
+    _trainer(env, agent).train()  # a few updates run too (learning_starts < timesteps)
+
+    next_obs = memory.get_tensor_by_name("next_observations")
+    next_states = memory.get_tensor_by_name("next_states")
+    terminated_stored = memory.get_tensor_by_name("terminated")
+    time_out_rows = 0
+    for t, ((_, _, terminated, truncated, info), reset) in enumerate(steps):
+        finished = (terminated | truncated)[:, 0]
+        for i in range(N):
+            if not finished[i]:  # an env that runs on: its next observation
+                assert torch.equal(next_obs[t, i], reset["policy"][i])
+                continue
+            final = info["final_obs"]  # the sensor wrapper's terminal observations
+            terminal = final[i] if isinstance(final, np.ndarray) else {k: v[i] for k, v in final.items()}
+            terminal = {k: torch.as_tensor(v).float()[None] for k, v in terminal.items()}
+            assert torch.equal(next_obs[t, i], terminal["policy"][0])
+            assert not torch.equal(next_obs[t, i], reset["policy"][i])  # not the next episode's start
+            assert torch.equal(next_states[t, i], critic_view(terminal, ("policy", "critic"))[0])
+            assert not terminated_stored[t, i, 0]  # a time-out: bootstrapped (from the terminal state)
+            time_out_rows += int(truncated[i, 0])
+    assert time_out_rows >= N
+
+
+@pytest.mark.parametrize("agent_name", ["SensorPPO", "SensorSAC"])
+def test_recurrent_models_are_refused(agent_name):
+    """The Sensor agents are skrl's feed-forward ones, which pass no hidden state: a recurrent model is
+    refused at construction (skrl's recurrent agents have no terminal-state version)."""
+    from skrl.models.torch import DeterministicMixin
+
+    env = SkrlWrapper(sensor_env())
+
+    class RecurrentValue(DeterministicMixin, Model):  # skrl's recurrent-model form: an "rnn" specification
+        def __init__(self):
+            Model.__init__(self, observation_space=env.observation_space, state_space=env.state_space)
+            DeterministicMixin.__init__(self)
+            self.lstm, self.head = nn.LSTM(self.num_states, 8, batch_first=True), nn.Linear(8, 1)
+
+        def get_specification(self):
+            return {"rnn": {"sequence_length": 4, "sizes": [(1, N, 8), (1, N, 8)]}}
+
+        def compute(self, inputs, role=""):
+            out, (h, c) = self.lstm(inputs["states"][:, None], [s.contiguous() for s in inputs["rnn"]])
+            return self.head(out[:, -1]), {"rnn": [h, c]}
+
+    models = _models(env)
+    models["value"] = RecurrentValue()
+    with pytest.raises(ValueError, match=r"the 'value' model is recurrent.*Fix: use a feed-forward model"):
+        getattr(sensor_skrl, agent_name)(
+            models=models,
+            memory=RandomMemory(memory_size=STEPS, num_envs=N),
+            observation_space=env.observation_space,
+            state_space=env.state_space,
+            action_space=env.action_space,
+        )
