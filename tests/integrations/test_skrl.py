@@ -74,8 +74,8 @@ def _models(env):
 _EXPERIMENTS = tempfile.mkdtemp(prefix="sensorgym_skrl_")
 
 
-def _agent(env, models):
-    return SensorPPO(
+def _agent(env, models, agent_class=SensorPPO):
+    return agent_class(
         models=models,
         memory=RandomMemory(memory_size=STEPS, num_envs=N, device="cpu"),
         observation_space=env.observation_space,
@@ -84,7 +84,7 @@ def _agent(env, models):
         device="cpu",
         cfg={
             "rollouts": STEPS,
-            "learning_epochs": 1,
+            **({"learning_epochs": 1} if agent_class is not sensor_skrl.SensorA2C else {}),
             "mini_batches": 2,
             "discount_factor": GAMMA,
             "experiment": {"directory": _EXPERIMENTS},  # not skrl's default ./runs in the checkout
@@ -102,13 +102,18 @@ def _trainer(env, agent):
     return SequentialTrainer(env=env, agents=agent, cfg=cfg)
 
 
-@pytest.mark.parametrize("critic_input", CRITIC_INPUTS)
-def test_sequential_trainer_inputs_and_terminal_value_target(critic_input):
+@pytest.mark.parametrize(
+    ("critic_input", "agent_name"),
+    [(c, "SensorPPO") for c in CRITIC_INPUTS]
+    + [(CRITIC_INPUTS[0], a) for a in ("SensorA2C", "SensorRPO", "SensorTRPO")],
+)
+def test_sequential_trainer_inputs_and_terminal_value_target(critic_input, agent_name):
+    """SensorPPO (both critic inputs), and skrl's other on-policy agents with the same bootstrap."""
     env = SkrlWrapper(sensor_env(), critic_input=critic_input)
     width = (POLICY_DIM if "policy" in critic_input else 0) + CRITIC_DIM
     assert env.observation_space.shape == (POLICY_DIM,) and env.state_space.shape == (width,)
     models = _models(env)
-    agent = _agent(env, models)
+    agent = _agent(env, models, getattr(sensor_skrl, agent_name))
     actor_in = InputRecorder(models["policy"].net[0])
     critic_in = InputRecorder(models["value"].net[0])
     critic_out = InputRecorder(models["value"].net)
