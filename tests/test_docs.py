@@ -24,6 +24,7 @@ def python_blocks(path: Path) -> list[str]:
         "docs/pipeline.md",
         "docs/integration.md",
         "docs/action_latency.md",
+        "docs/error_model.md",
         "README.md",
     ],
 )

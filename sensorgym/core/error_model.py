@@ -1,4 +1,5 @@
-"""The error model of SPEC 5.1 for one sensor class: the per-env coefficients of its terms and their state.
+"""The error model of one sensor class (docs/error_model.md): the per-env coefficients of its terms and
+their state.
 
 A sensor's datasheet gives its errors in its own units: white noise as a density ``N`` (unit/sqrt(Hz)),
 a bias random walk as ``K`` (unit/s/sqrt(Hz)), a bias instability ``sigma_g`` with a correlation time
@@ -58,7 +59,7 @@ _DEPENDS = ("noise", "noise_density", "random_walk", "random_walk_density", "bia
 
 
 class ErrorModel:
-    """Coefficients and state of one class's SPEC 5.1 terms (see the module docstring); ``md.imperfections
+    """Coefficients and state of one class's error-model terms (see the module docstring); ``md.imperfections
     .model``, None for a class without these options.
 
     Args:

@@ -221,7 +221,7 @@ class HardwareImperfections:
         self.noise_draw: torch.Tensor | None = None
         self.random_walk_draw: torch.Tensor | None = None
         self.markov_draw: torch.Tensor | None = None
-        #: the class's SPEC 5.1 terms (:class:`~sensorgym.core.error_model.ErrorModel`), attached by its
+        #: the class's error-model terms (:class:`~sensorgym.core.error_model.ErrorModel`), attached by its
         #: storage once its sampler exists; None: the class uses none of them and pays nothing
         self.model: ErrorModel | None = None
         self._due: tuple = ()  # the filter's update mask, from the sampler's due samples (see plan)
@@ -238,7 +238,7 @@ class HardwareImperfections:
         }  # fmt: skip
 
     def attach_model(self, model: ErrorModel | None) -> None:
-        """Run the class's SPEC 5.1 terms (its storage calls this at build, after making the sampler)."""
+        """Run the class's error-model terms (its storage calls this at build, after making the sampler)."""
         self.model = model
         if model is not None:
             model.refresh()

@@ -251,9 +251,9 @@ class SensorOptions:
             ``phi ~ U[0, T)`` per env at every reset, so the samplers of a batch are not in lock-step.
         dropout: probability in ``[0, 1)`` that a due sample is lost (the previous sample is held);
             drawn per env per due sample (every step when ``T <= dt``); the reset sample is never lost.
-        dropout_burst: mean length ``L >= 1`` of a run of lost samples (SPEC 5.1). ``None`` (default):
-            losses are independent. Given: per env and sensor, over the due samples, a lost sample is
-            followed by another with probability ``1 - 1/L`` and a kept one by a lost one with
+        dropout_burst: mean length ``L >= 1`` of a run of lost samples (docs/error_model.md). ``None``
+            (default): losses are independent. Given: per env and sensor, over the due samples, a lost
+            sample is followed by another with probability ``1 - 1/L`` and a kept one by a lost one with
             probability ``q = p / (L (1 - p))`` (``p = dropout``, ``q <= 1``), so the long-run loss fraction
             stays ``p`` and runs of losses last ``L`` samples on average. The reset sample is kept.
 
@@ -359,7 +359,7 @@ class SimpleSensorOptions(SensorOptions):
         scale_factor: scale-factor error ``k > -1``: the measured value is multiplied by ``1 + k``.
         bandwidth: cut-off ``f_c`` (Hz) of the sensor's own first-order low-pass filter over its own
             samples (0: none); it filters the white noise too, in closed form over the ``n`` samples of a
-            control step (SPEC 5.1).
+            control step (docs/error_model.md).
 
     Example:
         >>> import sensorgym as sg

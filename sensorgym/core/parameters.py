@@ -56,8 +56,8 @@ __all__ = [
 
 TIME_FIELDS = ("delay", "jitter")
 COMPONENT_FIELDS = ("noise", "bias", "random_walk", "resolution")
-#: the error-model options of SPEC 5.1 (per component): a table is allocated only for a field some sensor
-#: of the class can make non-zero, so a class without them holds and saves nothing more
+#: the error-model options (docs/error_model.md; per component): a table is allocated only for a field
+#: some sensor of the class can make non-zero, so a class without them holds and saves nothing more
 MODEL_FIELDS = (
     "noise_density", "random_walk_density", "bias_instability", "bias_correlation_time", "scale_factor",
     "bandwidth",

@@ -157,7 +157,7 @@ class ManagerPersistence:
             defaults = _default_reprs(self.sensors[names.index(a["name"])].options)
             for field in sorted(set(a["options"]) | set(b["options"])):
                 # an option added after the checkpoint was written reads as its default (which changes
-                # nothing, SPEC 5): the checkpoint still loads while this manager leaves it at the default
+                # nothing): the checkpoint still loads while this manager leaves it at the default
                 mine_v = a["options"].get(field, "<absent>")
                 saved_v = b["options"].get(field, defaults.get(field, "<absent>"))
                 if mine_v != saved_v:

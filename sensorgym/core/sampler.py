@@ -10,8 +10,9 @@ the step of the last sample and the held snapshot. Each capture it decides which
   ``floor(tau_t/T + 1e-9) > floor(tau_{t-1}/T + 1e-9)``; the reset step always takes a sample;
 * lost: a due sample is dropped when ``u < p`` (``u ~ U[0, 1)``, one per env and sensor per step); with
   ``dropout_burst = L`` the threshold depends on whether the previous due sample was lost (a two-state
-  Markov chain over the due samples, SPEC 5.1): ``1 - 1/L`` after a loss, ``q = p / (L (1 - p))`` after a
-  kept sample, so losses come in runs of ``L`` samples on average and their long-run fraction is ``p``;
+  Markov chain over the due samples, docs/error_model.md): ``1 - 1/L`` after a loss,
+  ``q = p / (L (1 - p))`` after a kept sample, so losses come in runs of ``L`` samples on average and
+  their long-run fraction is ``p``;
 
 and on the others it overwrites the step's measured snapshot with the held one, bit for bit, before the
 delay line sees it. Ground truth is never held. It also remembers, per snapshot of the delay ring, the
@@ -50,7 +51,7 @@ __all__ = ["SAMPLER_FIELDS", "Sampler", "needs_sampler"]
 #: the sampler's options, one value per sensor and env
 SAMPLER_FIELDS = ("update_period", "update_phase", "dropout", "dropout_burst")
 _TOL = 1e-9  # the due rule's tolerance: T = n*dt samples every n steps
-#: options whose meaning depends on the sensor's own sample interval ``T_s`` (SPEC 5.1)
+#: options whose meaning depends on the sensor's own sample interval ``T_s`` (docs/error_model.md)
 _RATE_DEPENDENT = ("noise_density", "bandwidth")
 
 

@@ -535,3 +535,18 @@ def test_a_checkpoint_written_before_the_error_model_options_still_loads():
     other.reset({"x": torch.zeros(2, 1)})
     with pytest.raises(ValueError, match="option 'bandwidth' differs"):
         other.load_state_dict(saved)
+
+
+def test_allan_deviation_of_filtered_white_noise_matches_the_closed_form_via_allantools():
+    """A first-order filter (a = exp(-2 pi f_c T_s)) on white noise of per-sample std sigma: for tau = M T_s,
+    sigma_A^2 = (sigma^2 / M^2) (M - a (1 - a^M) (3 - a^M) / (1 - a^2)) (docs/error_model.md); it falls
+    below the unfiltered N / sqrt(tau) near T_s and joins it for tau >> 1 / f_c."""
+    n, f_c = 0.05, 4.0
+    x = trace(40_000, b=8, seed=9, noise_density=n, bandwidth=f_c)
+    a, sigma = math.exp(-2 * math.pi * f_c * DT), n / math.sqrt(DT)
+    m = np.array([1, 2, 4, 8, 16, 64, 256])
+    theory = np.sqrt(sigma**2 / m**2 * (m - a * (1 - a**m) * (3 - a**m) / (1 - a * a)))
+    devs = [allantools.oadev(x[:, e], rate=1 / DT, data_type="freq", taus=m * DT)[1] for e in range(8)]
+    dev = np.sqrt(np.mean(np.square(devs), axis=0))
+    np.testing.assert_allclose(dev, theory, rtol=0.05)
+    assert dev[0] < 0.5 * n / math.sqrt(DT)  # the filter removes most of the per-sample spread
