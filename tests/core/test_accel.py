@@ -15,8 +15,19 @@ from ..helpers import FilterOptions, HalfOptions, HalfSensor
 B = 48
 
 
-def _build(device: str, *, compile: bool = False) -> sg.SensorManager:
+#: every term of the error model (docs/error_model.md), the sampler's own rate and bursty losses included
+ERROR_MODEL = dict(
+    noise_density=[0.1, 0.0, 0.05], noise=[0.0, 0.2, 0.0], random_walk_density=0.05,
+    bias_instability=sg.Uniform(0.1, 0.3), bias_correlation_time=2.0, scale_factor=[0.01, -0.02, 0.0],
+    bandwidth=[3.0, 0.0, sg.Uniform(1.0, 6.0)], update_period=sg.Uniform(0.005, 0.05), dropout=0.1,
+    dropout_burst=3.0, delay=0.02, history_length=2,
+)  # fmt: skip
+
+
+def _build(device: str, *, compile: bool = False, error_model: bool = False) -> sg.SensorManager:
     mgr = sg.SensorManager(num_envs=B, dt=0.02, device=device, seed=5, compile=compile)
+    if error_model:
+        mgr.add_sensor(sg.StateSensorOptions(key="imu", shape=(3,), **ERROR_MODEL), name="modelled")
     mgr.add_sensor(
         sg.StateSensorOptions(
             key="imu",
@@ -53,8 +64,12 @@ def _readings(mgr: sg.SensorManager) -> list[torch.Tensor]:
     return [s.read().clone() for s in mgr.sensors] + [s.read_ground_truth().clone() for s in mgr.sensors]
 
 
-def test_compiled_kernel_equals_eager_bit_for_bit():
-    eager, fused = _build("cpu"), _build("cpu", compile=True)
+@pytest.mark.parametrize("error_model", [False, True])
+def test_compiled_kernel_equals_eager_bit_for_bit(error_model):
+    eager, fused = (
+        _build("cpu", error_model=error_model),
+        _build("cpu", compile=True, error_model=error_model),
+    )
     for i, (state, mask) in enumerate(_states("cpu", 30)):
         for mgr in (eager, fused):
             if i == 0:
@@ -66,8 +81,8 @@ def test_compiled_kernel_equals_eager_bit_for_bit():
                 mgr.step(state, reset_mask=mask if i % 3 == 0 else None)
         if i == 15:  # run-time setters change which kernel variant runs
             for mgr in (eager, fused):
-                mgr.sensors[0].set_resolution(0.02)
-                mgr.sensors[1].set_noise(0.0, envs_idx=[0, 1])
+                mgr.sensors[-4].set_resolution(0.02)
+                mgr.sensors[-3].set_noise(0.0, envs_idx=[0, 1])
         for a, b in zip(_readings(eager), _readings(fused), strict=True):
             assert torch.equal(a, b), f"step {i}"
     assert torch.equal(eager.state_dict()["generator"], fused.state_dict()["generator"])
@@ -109,8 +124,9 @@ def test_capture_needs_cuda():
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_graph_step_equals_eager_bit_for_bit():
-    eager, captured = _build("cuda"), _build("cuda")
+@pytest.mark.parametrize("error_model", [False, True])
+def test_cuda_graph_step_equals_eager_bit_for_bit(error_model):
+    eager, captured = _build("cuda", error_model=error_model), _build("cuda", error_model=error_model)
     states = list(_states("cuda", 80))
     eager.reset(states[0][0])
     captured.reset(states[0][0])
