@@ -1,7 +1,8 @@
-"""skrl PPO whose critic reads the privileged ``states`` (the sensor observation's ``"critic"``).
+"""skrl PPO whose critic reads the privileged ``states``.
 
-``SkrlWrapper`` exposes ``observation_space`` = the measured readings and ``state_space`` / ``state()`` =
-ground truth + env state, which skrl's trainers hand to the agent as ``states``. The agent is
+``SkrlWrapper`` exposes ``observation_space`` = the measured readings (``"policy"``) and ``state_space`` /
+``state()`` = the critic input, by default the measured readings + the privileged part (``"policy"`` +
+``"critic"``: ground truth + env state), which skrl's trainers hand to the agent as ``states``. The agent is
 ``SensorPPO``: skrl's PPO, except that a time-out is bootstrapped from the episode's terminal state (skrl's
 own PPO uses the next episode's first state there). Run:
 
@@ -45,7 +46,8 @@ class Policy(GaussianMixin, Model):
 
 
 class Value(DeterministicMixin, Model):
-    """The critic: measured readings + privileged states."""
+    """The critic: skrl's ``states``, which are already the measured readings + the privileged part
+    (``SkrlWrapper``'s ``critic_input`` default), so it reads nothing else."""
 
     def __init__(self, env: SkrlWrapper) -> None:
         Model.__init__(
@@ -56,15 +58,14 @@ class Value(DeterministicMixin, Model):
             device=env.device,
         )
         DeterministicMixin.__init__(self)
-        self.net = nn.Sequential(
-            nn.Linear(self.num_observations + self.num_states, 64), nn.Tanh(), nn.Linear(64, 1)
-        )
+        self.net = nn.Sequential(nn.Linear(self.num_states, 64), nn.Tanh(), nn.Linear(64, 1))
 
     def compute(self, inputs, role=""):
-        return self.net(torch.cat([inputs["observations"], inputs["states"]], dim=1)), {}
+        return self.net(inputs["states"]), {}
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> SensorPPO:
+    """Train, print the actor's and the critic's input sizes, and return the agent."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--timesteps", type=int, default=20_000)
     p.add_argument("--num-envs", type=int, default=64)
@@ -109,10 +110,13 @@ def main(argv: list[str] | None = None) -> None:
         },
     )
     trainer.train()
+    measured = env.observation_space.shape[0]
     print(
-        f"trained {args.timesteps} steps; critic input = {models['value'].net[0].in_features} values "
-        f"(policy {env.observation_space.shape[0]} + states {env.state_space.shape[0]})"
+        f"trained {args.timesteps} steps; actor input = {models['policy'].net[0].in_features} values, "
+        f"critic input = {models['value'].net[0].in_features} values (skrl's states: measured readings "
+        f"{measured} + privileged {env.state_space.shape[0] - measured})"
     )
+    return agent
 
 
 if __name__ == "__main__":
