@@ -96,7 +96,7 @@ def run(sizes: list[int], device: torch.device, min_time: float, rounds: int, cp
 def table(rows: list[dict], device: torch.device, cpu_time: bool) -> str:
     clock = "CPU time" if cpu_time else "wall clock"
     lines = [
-        f"SPEC 5.1 terms on the standard suite's IMUs ({device}, torch {torch.__version__}, "
+        f"Error-model terms on the standard suite's IMUs ({device}, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads, {clock}); µs per step (ratio to without)\n",
         "| variant | " + " | ".join(f"B = {r['B']}" for r in rows) + " |",
         "|---|" + "---:|" * len(rows),
