@@ -551,9 +551,10 @@ def _numeric_rows(info: Mapping, rows: np.ndarray, prefix: str, out: dict[str, l
         out.setdefault(name, []).append(selected.reshape(-1).float())
 
 
-def info_log(info: Mapping, finished: Any = None) -> dict[str, torch.Tensor]:
+def info_log(info: Mapping, num_envs: int, finished: Any = None) -> dict[str, torch.Tensor]:
     """The numeric entries of a vector env's step ``info``: ``{key: 1-D float tensor}`` of the values of the
-    envs that reported them (Gymnasium's ``"_key"`` masks), nested keys joined with ``/``.
+    envs that reported them (Gymnasium's ``"_key"`` masks; an entry without one is a ``(num_envs, ...)``
+    batch, or one value for all), nested keys joined with ``/``.
 
     ``finished`` (a ``(B,)`` mask, SAME_STEP mode): those envs report the info of their terminal step,
     ``info["final_info"]``, not the reset info that ``info`` holds for them. The wrapper's plumbing
@@ -562,19 +563,12 @@ def info_log(info: Mapping, finished: Any = None) -> dict[str, torch.Tensor]:
     Example:
         >>> import numpy as np
         >>> from sensorgym.integrations.adapters import info_log
-        >>> info_log({"energy": np.array([1.0, 2.0, 3.0]), "_energy": np.array([True, False, True])})
+        >>> info_log({"energy": np.array([1.0, 2.0, 3.0]), "_energy": np.array([True, False, True])}, 3)
         {'energy': tensor([1., 3.])}
     """
     out: dict[str, list[torch.Tensor]] = {}
-    batch = None
-    for value in info.values():
-        if np.ndim(value) >= 1 and not isinstance(value, Mapping):
-            batch = len(value)
-            break
     done = host_mask(finished) if finished is not None else None
-    if batch is None:
-        batch = len(done) if done is not None else 1
-    rows = np.ones(batch, dtype=bool)
+    rows = np.ones(num_envs, dtype=bool)
     final = info.get("final_info")
     if done is not None and done.any() and isinstance(final, Mapping):
         _numeric_rows(info, rows & ~done, "", out)

@@ -149,7 +149,7 @@ class RslRlVecEnv(VecEnv):
         extras = {
             "time_outs": out.truncated & ~out.terminated,
             TERMINAL_OBS_KEY: self._obs if out.terminal_obs is out.obs else self._group(out.terminal_obs),
-            "log": info_log(out.info, finished),
+            "log": info_log(out.info, self.num_envs, finished),
         }
         return self._obs, out.rewards, dones.long(), extras
 
