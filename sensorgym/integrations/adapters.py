@@ -386,6 +386,11 @@ class ActionAdapter:
         keep_multibinary: bool = False,
         refusal_fix: str = "",
     ) -> None:
+        if discrete not in (None, "MultiDiscrete", "Tuple"):
+            raise ValueError(
+                f"{who}: discrete={discrete!r}: expected None, 'MultiDiscrete' or 'Tuple'. Fix: pass how "
+                "the library takes several discrete components (None when it takes none)."
+            )
         self.env_space, self.who, self.library = space, who, library
         leaves = _leaves(space)
         unknown = [leaf for leaf in leaves if not isinstance(leaf, (gym.spaces.Box, *_DISCRETE))]
@@ -408,8 +413,6 @@ class ActionAdapter:
                 f"{who}: the action space {space} is discrete, and {library} has no discrete action "
                 f"distribution. Fix: {refusal_fix or 'give the env a Box action space'}."
             )
-        if discrete not in (None, "MultiDiscrete", "Tuple"):
-            raise ValueError(f"{who}: discrete={discrete!r}: expected None, 'MultiDiscrete' or 'Tuple'.")
         if self.discrete:
             sizes = [n for leaf in leaves for n in _components(leaf)]
             self.width = len(sizes)
