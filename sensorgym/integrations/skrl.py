@@ -407,7 +407,8 @@ class SensorPPO(_TerminalValue, PPO):
         ...                   memory=RandomMemory(memory_size=8, num_envs=4),
         ...                   observation_space=env.observation_space, state_space=env.state_space,
         ...                   action_space=env.action_space, device=env.device,
-        ...                   cfg={"rollouts": 8, "mini_batches": 1})
+        ...                   cfg={"rollouts": 8, "mini_batches": 1,  # no logs, no checkpoints
+        ...                        "experiment": {"write_interval": 0, "checkpoint_interval": 0}})
         >>> cfg = {"timesteps": 8, "disable_progressbar": True, "close_environment_at_exit": False}
         >>> SequentialTrainer(env=env, agents=agent, cfg=cfg).train()
         >>> agent.cfg.time_limit_bootstrap

@@ -192,7 +192,7 @@ def test_skrl_sequential_trainer(case, tmp_path):
         assert env.action_space == Box(np.array([-1, -1, 0], np.float32), np.ones(3, np.float32))
 
 
-def test_skrl_cartpole():
+def test_skrl_cartpole(tmp_path):
     """The issue's case: CartPole-v1 (Discrete(2)) crashed with "AssertionError: array([1]) invalid"."""
     pytest.importorskip("skrl")
     from skrl.memories.torch import RandomMemory
@@ -209,7 +209,12 @@ def test_skrl_cartpole():
         observation_space=env.observation_space,
         state_space=env.state_space,
         action_space=env.action_space,
-        cfg={"rollouts": STEPS, "mini_batches": 1, "learning_epochs": 1, "experiment": {"write_interval": 0}},
+        cfg={
+            "rollouts": STEPS,
+            "mini_batches": 1,
+            "learning_epochs": 1,
+            "experiment": {"directory": str(tmp_path)},  # not skrl's default ./runs in the checkout
+        },
     )
     cfg = {"timesteps": 2 * STEPS, "disable_progressbar": True, "close_environment_at_exit": False}
     SequentialTrainer(env=env, agents=agent, cfg=cfg).train()
