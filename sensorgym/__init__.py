@@ -45,5 +45,16 @@ __all__ = [
     "SimpleSensor",
     "SimpleSensorOptions",
     "Uniform",
+    "fit",  # noqa: F405 - lazy, from the module __getattr__ below
     "memory_report",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``sensorgym.fit`` (docs/fit.md), imported on first use: ``import sensorgym`` does not load the fitting
+    code or its scipy/allantools."""
+    if name == "fit":
+        from .fitting.api import fit
+
+        return fit
+    raise AttributeError(f"module 'sensorgym' has no attribute {name!r}")

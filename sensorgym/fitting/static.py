@@ -1,0 +1,94 @@
+"""The static window of a log: the longest stretch in which the sensor does not move.
+
+Motion shows as a spread of the values above the sensor's own noise. Per channel, the standard
+deviation over short windows (``WINDOW_S`` seconds, at least ``MIN_WINDOW`` samples) is compared with the
+channel's quiet level: the median deviation of the quietest windows (those within twice the 10th
+percentile; a log that is mostly in motion still has a tenth of its windows at rest, or no static
+window to speak of). A window is motion when its variance exceeds the quiet level by more than chance
+allows: the chi-square quantile at which one window in a hundred logs of this length would be called
+motion by noise alone. Slow drift (a random walk, a bias instability) barely changes a short window's
+spread, so it stays static. A sample is static when every channel is static at its time; the window
+is the longest run of static time, trimmed by one short window at each end.
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> t = np.arange(3000) * 0.01
+    >>> x = rng.normal(0, 0.01, 3000); x[1000:1400] += np.sin(np.arange(400) * 0.05)  # a move at 10-14 s
+    >>> start, end = find_static_window([(t, x)])
+    >>> bool(14.0 <= start <= 15.0), bool(end > 29.5)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import require
+
+__all__ = ["find_static_window", "moving_std"]
+
+WINDOW_S = 0.5
+MIN_WINDOW = 16
+FALSE_ALARMS = 0.01  # windows per log that noise alone calls motion
+
+
+def moving_std(values: np.ndarray, width: int) -> np.ndarray:
+    """Standard deviation over the ``width`` samples centred on each sample (at the edges: the nearest
+    full window)."""
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    width = max(2, min(width, n))
+    centred = values - values.mean()
+    c1 = np.concatenate([[0.0], np.cumsum(centred)])
+    c2 = np.concatenate([[0.0], np.cumsum(centred * centred)])
+    s1, s2 = c1[width:] - c1[:-width], c2[width:] - c2[:-width]
+    var = np.maximum(s2 / width - (s1 / width) ** 2, 0.0) * width / (width - 1)
+    full = np.sqrt(var)
+    start = np.clip(np.arange(n) - width // 2, 0, n - width)
+    return full[start]
+
+
+def _static_intervals(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per-sample static mask of one channel and its window length (s)."""
+    period = float(np.median(np.diff(times)))
+    width = max(MIN_WINDOW, round(WINDOW_S / period))
+    spread = moving_std(values, width)
+    low = np.percentile(spread, 10)
+    if low <= 0:  # a constant stretch (a held or saturated signal): anything that varies is motion
+        return spread <= 0, width * period
+    quiet = float(np.median(spread[spread <= 2 * low]))
+    chi2 = require("scipy.stats", "fit", "finding the static window").chi2
+    windows = max(1.0, len(values) / width)
+    limit = float(np.sqrt(chi2.ppf(1.0 - FALSE_ALARMS / windows, width - 1) / (width - 1)))
+    return spread <= limit * quiet, width * period
+
+
+def find_static_window(channels: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+    """``(start, end)`` in the channels' time base (s): the longest time in which every channel is static.
+
+    ``channels`` are ``(times, values)`` pairs (their time stamps may differ). Returns a window of zero
+    length when nothing is static.
+    """
+    grid_t = np.asarray(channels[0][0], dtype=np.float64)
+    static = np.ones(len(grid_t), dtype=bool)
+    trim = 0.0
+    for times, values in channels:
+        mask, length = _static_intervals(np.asarray(times, float), np.asarray(values, float))
+        trim = max(trim, length / 2)
+        # map this channel's mask onto the first channel's samples: static where its nearest sample is
+        idx = np.clip(np.searchsorted(times, grid_t), 0, len(times) - 1)
+        static &= mask[idx]
+    if not static.any():
+        return float(grid_t[0]), float(grid_t[0])
+    edges = np.diff(np.concatenate([[0], static.astype(np.int8), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    lengths = grid_t[ends] - grid_t[starts]
+    best = int(np.argmax(lengths))
+    start, end = float(grid_t[starts[best]]), float(grid_t[ends[best]])
+    # a moving window reaches half a window past a motion: trim it, except at the log's own ends
+    start = start + (trim if starts[best] > 0 else 0.0)
+    end = end - (trim if ends[best] < len(grid_t) - 1 else 0.0)
+    return (start, end) if end > start else (start, start)
