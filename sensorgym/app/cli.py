@@ -599,6 +599,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ab.add_argument("--no-progress", action="store_true", help="no progress bars")
     ab.set_defaults(func=_ablate)
+
+    from .fit_command import add_fit_parser  # issue 27: its flags and run live in fit_command.py
+
+    add_fit_parser(sub, fmt)
     return parser
 
 

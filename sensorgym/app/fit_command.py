@@ -1,0 +1,192 @@
+"""``sensorgym fit LOG --channels ...``: from a real sensor's log to a config that reproduces it.
+
+The work is :func:`sensorgym.fit` (``sensorgym/fitting``); this module is its command line: the flags,
+the progress bar, what is printed (each channel's fitted options, the files written, and last the
+closed-loop lines), and the check that ``fitted_config.toml`` (``--into``) loads as a config.
+
+Example:
+    >>> parser = build_fit_parser()
+    >>> args = parser.parse_args(["log.csv", "--channels", "gx", "gy", "--names", "gyro"])
+    >>> args.channels, args.names, args.out
+    (['gx', 'gy'], ['gyro'], None)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DESCRIPTION", "add_fit_parser", "build_fit_parser", "run_fit"]
+
+DESCRIPTION = (
+    "Fit a sensor's error model to a log of it: the sample interval, lost samples and their bursts from the "
+    "time stamps; noise density, bandwidth, random walk, bias instability and resolution from the Allan "
+    "deviation of a static stretch (found, or --static); the delay from a --reference signal. Writes "
+    "fitted.toml (one [sensors.NAME] table per channel name), fit_report.md, allan.png and timing.png, "
+    "simulates the fitted options through SensorManager and prints, last, whether the simulated sensor's "
+    "Allan deviation lies inside the log's 95% band. With --into CONFIG it also writes fitted_config.toml: "
+    "CONFIG with the fitted options in its sensor tables, ready for inspect/train/ablate --config."
+)
+EPILOG = (
+    "channels are named as the log names them: a CSV column, an NPZ array (column i of a 2-D array: "
+    "name[i]), a ULog topic.field (sensor_combined.gyro_rad[0]), a bag or MCAP topic.field.path "
+    "(/imu/data.angular_velocity.x). ULog, ROS bags and MCAP need the ulog, rosbag and mcap extras.\n\n"
+    "examples:\n"
+    '  sensorgym fit imu.csv --channels "Gyroscope X (deg/s)" "Gyroscope Y (deg/s)" --names gyro\n'
+    "  sensorgym fit flight.ulg --channels sensor_combined.gyro_rad[0] --static 0:5\n"
+    "  sensorgym fit imu.csv --channels gz --names angle --into examples/configs/train.toml\n"
+    "  sensorgym train --config sensorgym_outputs/fit/fitted_config.toml"
+)
+
+
+def add_fit_parser(sub: Any, formatter: type) -> argparse.ArgumentParser:
+    """Add the ``fit`` subcommand to ``sub`` (the ``sensorgym`` subparsers)."""
+    fit = sub.add_parser(
+        "fit",
+        help="fit a sensor's noise, drift, rate, losses and delay to its log; write a config that reproduces "
+        "it",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=formatter,
+    )
+    _arguments(fit)
+    fit.set_defaults(func=run_fit)
+    return fit
+
+
+def build_fit_parser() -> argparse.ArgumentParser:
+    """A stand-alone parser with the ``fit`` flags (for tests and docs)."""
+    parser = argparse.ArgumentParser(prog="sensorgym fit", description=DESCRIPTION, epilog=EPILOG)
+    _arguments(parser)
+    return parser
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("log", help="the log: .csv, .npz, .ulg, .bag, .mcap, or a ROS 2 bag directory")
+    p.add_argument("--channels", nargs="+", required=True, metavar="NAME", help="the channels to fit")
+    p.add_argument(
+        "--names",
+        nargs="+",
+        metavar="NAME",
+        help="the config table of each channel (one per channel, or one for all; default: the channel's "
+        "name with characters other than letters, digits and _ replaced by _); channels given one name "
+        "are its components in channel order; TABLE.FIELD writes an IMU's per-field options",
+    )
+    p.add_argument(
+        "--time", metavar="COLUMN", help="the time column (s) of a CSV or NPZ (default: the first)"
+    )
+    p.add_argument(
+        "--static",
+        metavar="START:END",
+        help="the static window, seconds from the channel's first time stamp (default: the longest stretch "
+        "without motion)",
+    )
+    p.add_argument(
+        "--reference",
+        metavar="NAME",
+        help="a channel of the same log measuring the same quantity without delay (a command, motion "
+        "capture): the delay is fitted by cross-correlation",
+    )
+    p.add_argument(
+        "--into",
+        metavar="CONFIG",
+        help="a config whose [sensors.NAME] tables take the fitted options: written as fitted_config.toml",
+    )
+    p.add_argument("--out", help="output folder (default: sensorgym_outputs/fit)")
+    p.add_argument(
+        "--envs", type=int, default=64, help="simulated envs for the closed-loop check (default 64)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulation (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _progress(enabled: bool) -> tuple[Any, Any]:
+    """A ``progress(done, total)`` callback drawing a tqdm bar (when tqdm is there), and its closer."""
+    if not enabled:
+        return None, lambda: None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None, lambda: None
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            if total < 50_000:  # short logs finish before a bar would help
+                return
+            bar = tqdm(total=total, desc="simulating the fitted config", unit="step", file=sys.stderr)
+            state["bar"] = bar
+        bar = state["bar"]
+        bar.update(done - bar.n)
+
+    return update, lambda: state["bar"].close() if "bar" in state else None
+
+
+def _summary(result: Any) -> list[str]:
+    from ..fitting.report import fmt_value
+
+    lines = []
+    for f in result.channels:
+        t = f.timing
+        found = [
+            f"{term} {fmt_value(e.value, e.se)}" for term, e in f.noise.estimates.items() if e.identified
+        ]
+        if f.resolution[0] is not None:
+            found.append(f"resolution {fmt_value(*f.resolution)}")
+        if f.delay is not None and f.delay.delay is not None:
+            found.append(f"delay {fmt_value(f.delay.delay, f.delay.se)} s")
+        lines.append(
+            f"{f.channel.name} -> [sensors.{f.name}]: T_s {t.sample_interval:.6g} s, dropout {t.dropout:.3g}"
+            + (f" (bursts of {t.burst:.3g})" if t.burst is not None else "")
+            + f"; static {f.window[0]:.4g}-{f.window[1]:.4g} s; "
+            + ("; ".join(found) if found else "no noise term identifiable")
+        )
+    return lines
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    """Run ``sensorgym fit`` (exit code 0; a log or flag it cannot use is a one-line error, code 2)."""
+    from ..fitting.errors import MissingExtra, require
+    from .config import UserError, load_config
+
+    try:
+        require("allantools", "fit", "sensorgym fit")
+        require("scipy", "fit", "sensorgym fit")
+        require("matplotlib", "plot", "sensorgym fit (allan.png, timing.png)")
+        from ..fitting.api import fit
+
+        out = Path(args.out) if args.out else Path("sensorgym_outputs") / "fit"
+        if args.envs < 1:
+            raise UserError(f"--envs {args.envs}: must be >= 1. Fix: pass e.g. --envs 64.")
+        progress, close = _progress(not args.no_progress)
+        try:
+            result = fit(
+                args.log,
+                args.channels,
+                names=args.names,
+                time=args.time,
+                static=args.static,
+                reference=args.reference,
+                into=args.into,
+                out=out,
+                envs=args.envs,
+                seed=args.seed,
+                progress=progress,
+            )
+        finally:
+            close()
+    except MissingExtra as e:
+        raise UserError(str(e)) from None
+    for line in _summary(result):
+        print(line)
+    written = ", ".join(str(p) for p in result.files.values())
+    print(f"wrote {written}")
+    config = result.files.get("fitted_config.toml")
+    if config is not None:
+        load_config(config)  # a config that does not load is a one-line error here, not at train time
+        print(f"{args.into} with the fitted options: sensorgym train --config {config}")
+    for line in result.lines:
+        print(line)
+    return 0
