@@ -48,12 +48,13 @@ def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "en
 
     How integers are read, so that no input is silently misread:
 
-    * an integer vector of shape ``(B,)`` holding only 0 and 1 with a repeated value can only be a done
-      vector (rsl_rl and Isaac Lab hand over ``dones`` as integers; repeated indices are refused): a mask;
-    * any other integers are env indices; an index given twice is refused (a done vector of the wrong
-      length would otherwise pass as indices);
-    * an integer vector that reads both ways (only possible with 1 or 2 envs: ``[0]``, ``[0, 1]``,
-      ``[1, 0]``) is refused: pass a bool mask.
+    * ``what="reset_mask"`` (a step's autoreset mask, by nature a done vector): an integer vector of shape
+      ``(B,)`` holding only 0 and 1 with a repeated value can only be a done vector (rsl_rl and Isaac Lab
+      hand over ``dones`` as integers): a mask; one that reads both ways (only possible with 1 or 2 envs:
+      ``[0]``, ``[0, 1]``, ``[1, 0]``) is refused: pass a bool mask;
+    * any other integers (and every integer ``envs_idx``: env indices, as ``reset`` and the setters
+      document) are env indices; an index given twice is refused (so a done vector passed as indices is
+      refused with the fix, not misread).
 
     A bool mask on an accelerator is passed on untouched (no device sync); integers are checked on the
     host.
@@ -84,7 +85,7 @@ def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "en
             "mask (a float done vector: dones.bool()) or integer env indices."
         )
     values = t.detach().reshape(-1).to("cpu", torch.long)
-    if values.numel() == b and bool(((values == 0) | (values == 1)).all()):
+    if what == "reset_mask" and values.numel() == b and bool(((values == 0) | (values == 1)).all()):
         if int(torch.unique(values).numel()) < b:  # a repeated 0/1: only a done vector reads so
             return (t.reshape(-1) != 0).to(device)
         raise ValueError(
@@ -102,8 +103,7 @@ def env_mask(envs_idx: Any, num_envs: int, device: torch.device, what: str = "en
         repeated = sorted({v for v in values.tolist() if values.tolist().count(v) > 1})
         raise ValueError(
             f"{what}={_shown(t)}: env index(es) {repeated} given more than once. Fix: give each env once, "
-            f"or pass a bool mask of shape ({b},) (a done vector of another length than num_envs={b} "
-            "is read as indices)."
+            f"or pass a bool mask of shape ({b},) (a 0/1 done vector: dones.bool())."
         )
     mask = torch.zeros(b, dtype=torch.bool, device=device)
     mask[values.to(device)] = True

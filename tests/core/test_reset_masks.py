@@ -1,8 +1,9 @@
 """Which envs a reset argument selects: no input is silently misread (issue 23, item 14).
 
-``SensorManager.step(state, reset_mask=...)`` and ``reset(state, envs_idx=...)`` take a bool mask, a 0/1
-integer done vector of shape ``(B,)`` (rsl_rl's and Isaac Lab's ``dones``) or env indices. An integer
-vector that reads both ways is refused, and so is an index given twice. A ramp state with a 2-step delay
+``SensorManager.step(state, reset_mask=...)`` takes a bool mask, a 0/1 integer done vector of shape ``(B,)``
+(rsl_rl's and Isaac Lab's ``dones``) or env indices; an integer vector that reads both ways is refused.
+``reset(state, envs_idx=...)`` and the setters take a bool mask or env indices. An index given twice is
+refused everywhere. A ramp state with a 2-step delay
 makes a reset visible exactly: a reset env reads its new value at once (``"reset"`` padding), the others
 still read the value of two steps ago.
 """
@@ -50,10 +51,19 @@ def test_an_integer_done_vector_resets_the_done_envs_only(dones):
     assert mgr.episode_steps.tolist() == [4, 4, 0, 4]
 
 
-def test_a_done_vector_through_reset_resets_the_done_envs_only():
+def test_integer_envs_idx_are_indices_and_a_done_vector_there_is_refused_with_the_fix():
+    """``reset``'s and the setters' ``envs_idx`` are env indices (a bool mask too): with one or two envs
+    ``[0]`` and ``[0, 1]`` select those envs, and a done vector (repeated 0/1) is refused, not misread."""
     mgr, sensor = _manager()
-    mgr.reset(_ramp(9), envs_idx=torch.tensor([1, 0, 0, 1]))
+    with pytest.raises(ValueError, match=r"envs_idx=\[1, 0, 0, 1\].*more than once.*dones\.bool\(\)"):
+        mgr.reset(_ramp(9), envs_idx=torch.tensor([1, 0, 0, 1]))
+    mgr.reset(_ramp(9), envs_idx=torch.tensor([1, 0, 0, 1]).bool())
     assert sensor.read()[:, 0].tolist() == [9.0, 1.0, 1.0, 9.0]
+    for b, idx in ((1, [0]), (2, [0, 1]), (2, np.array([1, 0]))):
+        mgr, sensor = _manager(b)
+        mgr.reset(_ramp(9, b), envs_idx=idx)
+        assert sensor.read()[:, 0].tolist() == [9.0] * b
+        sensor.set_delay(0.0, envs_idx=idx)  # the setters read indices too
 
 
 def test_a_done_vector_of_zeros_is_a_plain_step_with_the_same_random_numbers():
@@ -90,12 +100,10 @@ def test_repeated_indices_are_refused_naming_the_option_the_value_and_the_fix(ca
 
 
 @pytest.mark.parametrize("b, value", [(1, [0]), (1, torch.tensor([0])), (2, [0, 1]), (2, np.array([1, 0]))])
-def test_an_integer_vector_that_reads_both_ways_is_refused(b, value):
+def test_an_integer_reset_mask_that_reads_both_ways_is_refused(b, value):
     mgr, _ = _manager(b)
     with pytest.raises(ValueError, match=r"reset_mask=\[.*ambiguous.*Fix: pass a bool mask"):
         mgr.step(_ramp(4, b), reset_mask=value)
-    with pytest.raises(ValueError, match=r"envs_idx=\[.*ambiguous"):
-        mgr.reset(_ramp(4, b), envs_idx=value)
 
 
 def test_a_float_done_vector_is_refused_with_the_fix():
