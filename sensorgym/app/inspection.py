@@ -236,6 +236,47 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _density_terms(options: Any, component: int, dt: float) -> dict[str, Any] | None:
+    """The per-step noise and random-walk std that ``noise_density``, ``bandwidth`` and
+    ``random_walk_density`` (the units ``sensorgym fit`` writes) give one component at control step ``dt``,
+    as :func:`estimate_channel` sees them; ``None`` where one of them (or ``update_period``) is drawn per
+    episode.
+
+    The noise is ``sigma = N / sqrt(T_s)`` per sample; through the low-pass filter ``a = exp(-2 pi f_c
+    T_s)`` the reading's spread is ``sigma sqrt((1 - a) / (1 + a))`` and consecutive reads, ``m`` samples
+    apart, share a fraction ``a^m`` of it, so their difference shows ``sqrt(1 - a^m)`` of it. The walk is
+    ``K sqrt(dt)`` per step.
+
+    Example:
+        >>> import sensorgym as sg
+        >>> opts = sg.StateSensorOptions(key="obs", noise_density=0.01, update_period=0.01)
+        >>> round(_density_terms(opts, 0, dt=0.05)["noise"], 6)  # 0.01 / sqrt(0.01)
+        0.1
+    """
+    values = [
+        _number(_component(getattr(options, name, 0.0), component))
+        for name in ("noise_density", "bandwidth", "random_walk_density")
+    ]
+    period = _number(getattr(options, "update_period", 0.0))
+    if any(v is None for v in values) or period is None:
+        return None
+    density, bandwidth, walk_density = values
+    ts = period if period > 0 else dt
+    noise = density / math.sqrt(ts)
+    note = ""
+    if density:
+        note = f"noise_density {_g(density)} at T_s = {_g(ts)} s is a noise of {_g(noise)} per sample"
+    if density and bandwidth:
+        a = math.exp(-2.0 * math.pi * bandwidth * ts)
+        m = max(dt / ts, 1.0)
+        noise *= math.sqrt((1 - a) / (1 + a)) * math.sqrt(1 - a**m)
+        note += f"; the {_g(bandwidth)} Hz filter leaves {_g(noise)} in the step-to-step difference of reads"
+    walk = walk_density * math.sqrt(dt)
+    if walk:
+        note += ("; " if note else "") + f"random_walk_density {_g(walk_density)} drifts {_g(walk)} per step"
+    return {"noise": noise, "walk": walk, "note": note}
+
+
 def compare_channel(
     options: Any, component: int, est: dict[str, Any], dt: float, gt: np.ndarray | None = None
 ) -> dict[str, Any]:
@@ -280,6 +321,14 @@ def compare_channel(
         )
     sigma, b, rw, q = (_number(v) for v in (noise, bias, walk, res))
     d_s, j_s = _number(delay), _number(jitter)
+    density = _density_terms(options, component, dt)
+    if density is None:  # a density term or the sample interval is drawn per episode
+        sigma = rw = None
+        notes.append("the error-model densities are drawn per episode: the estimate is this episode's value")
+    elif density["note"]:
+        sigma = math.sqrt((sigma or 0.0) ** 2 + density["noise"] ** 2) if sigma is not None else None
+        rw = math.sqrt((rw or 0.0) ** 2 + density["walk"] ** 2) if rw is not None else None
+        notes.append(density["note"])
 
     # delay: D steps, plus 0..ceil(jitter/dt) steps of jitter
     est_d = int(est["delay_steps"])
