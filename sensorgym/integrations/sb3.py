@@ -44,6 +44,7 @@ from stable_baselines3.td3.policies import TD3Policy
 from torch import nn
 
 from .adapters import ActionAdapter, SameStepStepper
+from .sb3_checkpoint import from_plain, save_checkpoint, to_plain
 
 __all__ = [
     "DEFAULT_CRITIC_INPUT",
@@ -402,61 +403,6 @@ class AsymmetricTD3Policy(_AsymmetricQPolicy, TD3Policy):
     """
 
 
-# -- checkpoint state as plain data (loadable with torch.load(weights_only=True)) -----------------------
-_ND = "__ndarray__"
-
-
-def to_plain(x: Any) -> Any:
-    """``x`` with numpy arrays and scalars replaced by plain data (bytes + dtype + shape), so that
-    ``torch.load(..., weights_only=True)`` restores it without unpickling any code; tensors, numbers,
-    strings, bytes, ``None`` and dicts/lists/tuples of them are kept. :func:`from_plain` inverts it.
-
-    Example:
-        >>> import io, numpy as np, torch
-        >>> state = {"rng": np.random.get_state(), "mask": np.array([True, False]), "n": np.int64(3)}
-        >>> buf = io.BytesIO(); torch.save(to_plain(state), buf); _ = buf.seek(0)
-        >>> back = from_plain(torch.load(buf, weights_only=True))
-        >>> bool(np.array_equal(back["rng"][1], state["rng"][1])), back["mask"].dtype, type(back["n"])
-        (True, dtype('bool'), <class 'numpy.int64'>)
-    """
-    if isinstance(x, (np.ndarray, np.generic)):
-        arr = np.asarray(x)
-        if arr.dtype.hasobject:
-            raise TypeError(f"cannot store an object array (dtype {arr.dtype}) as plain checkpoint data.")
-        return {
-            _ND: np.ascontiguousarray(arr).tobytes(),
-            "dtype": arr.dtype.str,
-            "shape": list(arr.shape),
-            "scalar": isinstance(x, np.generic),
-        }
-    if isinstance(x, Mapping):
-        return {k: to_plain(v) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(to_plain(v) for v in x)
-    if isinstance(x, list):
-        return [to_plain(v) for v in x]
-    if x is None or torch.is_tensor(x) or isinstance(x, (bool, int, float, str, bytes)):
-        return x
-    raise TypeError(
-        f"cannot store a {type(x).__name__} as plain checkpoint data (tensors, numpy arrays, numbers, "
-        "strings, bytes and containers of them only)."
-    )
-
-
-def from_plain(x: Any) -> Any:
-    """The inverse of :func:`to_plain`."""
-    if isinstance(x, Mapping):
-        if _ND in x:
-            arr = np.frombuffer(x[_ND], dtype=np.dtype(x["dtype"])).reshape(x["shape"]).copy()
-            return arr[()] if x.get("scalar") else arr
-        return {k: from_plain(v) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(from_plain(v) for v in x)
-    if isinstance(x, list):
-        return [from_plain(v) for v in x]
-    return x
-
-
 class SensorCheckpointCallback(BaseCallback):
     """Save a resumable checkpoint beside the model every ``save_freq`` timesteps and at the end.
 
@@ -496,8 +442,6 @@ class SensorCheckpointCallback(BaseCallback):
         self._next = (self.num_timesteps // self.save_freq + 1) * self.save_freq
 
     def _save(self) -> None:
-        from .sb3_checkpoint import save_checkpoint
-
         save_checkpoint(self.save_path, self.model, self.training_env)
         if self.verbose:
             print(f"checkpoint at {self.num_timesteps} timesteps -> {self.save_path}")

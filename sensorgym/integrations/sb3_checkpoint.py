@@ -26,12 +26,21 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
-__all__ = ["CHECKPOINT_PICKLE_FILES", "CHECKPOINT_SAFE_FILES", "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "CHECKPOINT_PICKLE_FILES",
+    "CHECKPOINT_SAFE_FILES",
+    "from_plain",
+    "load_checkpoint",
+    "save_checkpoint",
+    "to_plain",
+]
 
 
 def _sensor_wrapper(env: Any) -> Any:
@@ -63,10 +72,6 @@ def save_checkpoint(path: str | Path, model: Any, env: Any) -> None:
     Works for every SB3 algorithm (PPO, A2C, SAC, TD3, ...).
     """
     import random
-
-    import torch
-
-    from .sb3 import to_plain
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -101,10 +106,6 @@ def save_checkpoint(path: str | Path, model: Any, env: Any) -> None:
 def _load_plain(file: Path) -> Any:
     """A ``.pt`` file of tensors and plain data; anything else (e.g. a pickled object) is refused."""
     import pickle
-
-    import torch
-
-    from .sb3 import from_plain
 
     try:
         return from_plain(torch.load(file, weights_only=True, map_location="cpu"))
@@ -165,7 +166,6 @@ def load_checkpoint(
     """
     import random
 
-    import torch
     from stable_baselines3.common.vec_env import VecNormalize
 
     path = Path(path)
@@ -205,3 +205,58 @@ def load_checkpoint(
     np.random.set_state(state["numpy_rng"])
     random.setstate(state["python_rng"])
     return model, env
+
+
+# -- checkpoint state as plain data (loadable with torch.load(weights_only=True)) -----------------------
+_ND = "__ndarray__"
+
+
+def to_plain(x: Any) -> Any:
+    """``x`` with numpy arrays and scalars replaced by plain data (bytes + dtype + shape), so that
+    ``torch.load(..., weights_only=True)`` restores it without unpickling any code; tensors, numbers,
+    strings, bytes, ``None`` and dicts/lists/tuples of them are kept. :func:`from_plain` inverts it.
+
+    Example:
+        >>> import io, numpy as np, torch
+        >>> state = {"rng": np.random.get_state(), "mask": np.array([True, False]), "n": np.int64(3)}
+        >>> buf = io.BytesIO(); torch.save(to_plain(state), buf); _ = buf.seek(0)
+        >>> back = from_plain(torch.load(buf, weights_only=True))
+        >>> bool(np.array_equal(back["rng"][1], state["rng"][1])), back["mask"].dtype, type(back["n"])
+        (True, dtype('bool'), <class 'numpy.int64'>)
+    """
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = np.asarray(x)
+        if arr.dtype.hasobject:
+            raise TypeError(f"cannot store an object array (dtype {arr.dtype}) as plain checkpoint data.")
+        return {
+            _ND: np.ascontiguousarray(arr).tobytes(),
+            "dtype": arr.dtype.str,
+            "shape": list(arr.shape),
+            "scalar": isinstance(x, np.generic),
+        }
+    if isinstance(x, Mapping):
+        return {k: to_plain(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(to_plain(v) for v in x)
+    if isinstance(x, list):
+        return [to_plain(v) for v in x]
+    if x is None or torch.is_tensor(x) or isinstance(x, (bool, int, float, str, bytes)):
+        return x
+    raise TypeError(
+        f"cannot store a {type(x).__name__} as plain checkpoint data (tensors, numpy arrays, numbers, "
+        "strings, bytes and containers of them only)."
+    )
+
+
+def from_plain(x: Any) -> Any:
+    """The inverse of :func:`to_plain`."""
+    if isinstance(x, Mapping):
+        if _ND in x:
+            arr = np.frombuffer(x[_ND], dtype=np.dtype(x["dtype"])).reshape(x["shape"]).copy()
+            return arr[()] if x.get("scalar") else arr
+        return {k: from_plain(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(from_plain(v) for v in x)
+    if isinstance(x, list):
+        return [from_plain(v) for v in x]
+    return x
