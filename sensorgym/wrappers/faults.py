@@ -87,14 +87,21 @@ def annotate_env_error(exc: BaseException, env: Any, call: str) -> BaseException
 
 
 def _lookup(info: Mapping, key: str) -> tuple[Any, Any]:
-    """``(value, gymnasium mask)`` of a state key in a batched info (``"a.b"`` -> ``info["a"]["b"]``)."""
-    parent: Any = info
-    *path, leaf = key.split(".")
-    for part in path:
-        parent = parent.get(part) if isinstance(parent, Mapping) else None
-    if not isinstance(parent, Mapping):
-        return None, None
-    return parent.get(leaf), parent.get("_" + leaf)
+    """``(value, gymnasium mask)`` of a state key in a batched info. State keys join nested info keys with
+    a dot (``"a.b"`` -> ``info["a"]["b"]``), and an info key may hold a dot itself (``info["imu.temp"]``),
+    so every split is tried, the key as it stands first (as :func:`~sensorgym.wrappers.state_mapping.
+    build_state` names both)."""
+    if key in info:
+        return info[key], info.get("_" + key)
+    start = key.find(".")
+    while start > 0:
+        parent = info.get(key[:start])
+        if isinstance(parent, Mapping):
+            value, mask = _lookup(parent, key[start + 1 :])
+            if value is not None:
+                return value, mask
+        start = key.find(".", start + 1)
+    return None, None
 
 
 def missing_info_rows(info: Mapping | None, key: str, rows: np.ndarray | None = None) -> list[int]:
