@@ -26,7 +26,7 @@ from .options import SensorOptions
 from .persistence import ManagerPersistence
 from .ring import Clock
 from .rng import BatchRandom, PerEnvRandom, RandomSource
-from .rows import Rollback, env_mask, known_empty
+from .rows import Rollback, env_mask, folded_seed, known_empty
 from .sensor import Sensor, normalize_format, reads_timeline
 from .storage import ClassStorage, DtypeGroup
 from .values import as_int, as_real
@@ -138,10 +138,43 @@ class SensorManager(ManagerPersistence):
         return self.clock.t - self.episode_steps
 
     # -- configuration ---------------------------------------------------------------------------------
-    def seed(self, seed: int | Sequence[int] | None) -> None:
+    def seed(self, seed: int | Sequence[int] | None, envs_idx: Any = None) -> None:
         """Reseed the manager's random source (None: from OS entropy). One seed per env (a sequence) seeds
-        env ``b``'s stream with ``seed[b]`` under ``per_env_rng``; one generator takes the first."""
-        self.random.seed(seed)
+        env ``b``'s stream with ``seed[b]`` under ``per_env_rng`` (an int: ``seed + b``); one generator takes
+        the first.
+
+        ``envs_idx`` (a bool mask or indices; Gymnasium's ``reset(seed=..., options={"reset_mask": m})``):
+        only those envs are reseeded, as Gymnasium seeds only the masked sub-envs. Under ``per_env_rng``
+        the other envs' streams go on untouched; one shared generator cannot be reseeded for some envs, so
+        the seed is folded into its stream (:func:`~sensorgym.core.rows.folded_seed`): deterministic, and
+        a constant seed in a loop of partial resets never replays the same numbers."""
+        if envs_idx is None:
+            self.random.seed(seed)
+            return
+        rows = torch.nonzero(self._to_mask(envs_idx, "envs_idx").cpu()).flatten().tolist()
+        if not rows:
+            return
+        per_env = isinstance(self.random, PerEnvRandom)
+        if seed is None:
+            if not per_env:
+                self.random.seed(None)
+                return
+            seed = int(torch.randint(0, 2**62, (1,)).item())
+        if isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + b for b in range(self.num_envs)]
+        else:
+            seeds = [int(s) for s in seed]
+            if len(seeds) != self.num_envs:
+                raise ValueError(
+                    f"seed: {len(seeds)} seeds for {self.num_envs} envs. Fix: one seed per env, or one int "
+                    "(env b then gets seed + b)."
+                )
+        if per_env:
+            for b in rows:
+                self.random.generators[b].manual_seed(seeds[b])
+        else:
+            given = [int(seed)] if isinstance(seed, (int, np.integer)) else [seeds[b] for b in rows]
+            self.random.seed(folded_seed(given, rows, self.random.get_state()))
 
     def add_sensor(self, options: SensorOptions, name: str | None = None) -> Sensor:
         """Create the sensor registered for ``type(options)``; returns its handle."""

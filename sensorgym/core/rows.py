@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["Rollback", "env_mask", "known_empty"]
+__all__ = ["Rollback", "env_mask", "folded_seed", "known_empty"]
 
 
 def known_empty(envs: Any) -> bool:
@@ -114,6 +114,31 @@ def _shown(t: torch.Tensor) -> str:
     """A short form of an index/mask argument for an error message."""
     flat = t.detach().reshape(-1).cpu()
     return str(flat[:16].tolist())[:-1] + (", ...]" if flat.numel() > 16 else "]")
+
+
+def folded_seed(seeds: list[int], rows: list[int], generator_state: torch.Tensor) -> int:
+    """The new seed of a generator shared by every env when ``reset(seed=...)`` resets only ``rows``.
+
+    Gymnasium seeds only the masked sub-envs. One generator cannot be reseeded for some envs alone, and
+    reseeding it whole would replay the same numbers for the envs that go on (a constant seed in a loop
+    of partial resets repeats their noise). So the seed is folded into the stream instead: the new seed
+    is derived from the given seeds, the envs reset and the generator's current state. Deterministic
+    (same seeds, same calls: same numbers), and the seed still matters, but nothing replays.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> a = folded_seed([7], [1], g.get_state())
+        >>> a == folded_seed([7], [1], torch.Generator().manual_seed(0).get_state())  # deterministic
+        True
+        >>> _ = torch.rand(1, generator=g)  # the stream moved on: the same call gives another seed
+        >>> a == folded_seed([7], [1], g.get_state())
+        False
+    """
+    state = generator_state.detach().cpu().contiguous().view(torch.uint8).numpy()
+    words = np.frombuffer(state.tobytes() + bytes(-len(state) % 4), dtype=np.uint32)
+    entropy = [int(s) % (1 << 64) for s in seeds] + [len(seeds), *rows, len(rows), *words.tolist()]
+    return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
 class Rollback:

@@ -58,6 +58,7 @@ from ..core.options import bounds_of, check_seconds, option_error
 from ..core.parameters import delay_steps, jitter_extra_steps
 from ..core.randomization import Distribution
 from ..core.rng import BatchRandom, RandomSource
+from ..core.rows import folded_seed
 from ..core.values import as_int
 from ..sensors.state import StateSensorOptions
 from .common import autoreset_mode_of, infer_dt
@@ -134,7 +135,8 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         initial_action: what an env applies before its episode has produced the action a shift asks for:
             ``"zero"`` (zeros clipped into the action space), ``"first"`` (the first action of the episode),
             or an array of one action's shape inside the action space.
-        seed: seed of the latency's random stream (reseeded by ``reset(seed=...)``); derived from the
+        seed: seed of the latency's random stream (reseeded by ``reset(seed=...)``; a partial reset folds
+            the seed into the stream, so the other envs' jitter never replays); derived from the
             seed, so it differs from the stream of a ``SensorObservation`` given the same number.
 
     An episode's step 0 is the first action after its reset observation; in ``NEXT_STEP`` mode the
@@ -384,7 +386,13 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         obs, info = self.env.reset(seed=seed, options=options)
         self._torch_env = _is_torch(obs)
         if first is not None:
-            self._random.seed(_stream_seed(first))
+            if rows is None:
+                self._random.seed(_stream_seed(first))
+            else:
+                # Gymnasium seeds only the masked sub-envs; reseeding the one jitter stream whole would
+                # replay the other envs' jitter: the seed is folded into the stream instead
+                reset = torch.nonzero(rows.cpu()).flatten().tolist()
+                self._random.seed(folded_seed([_stream_seed(first)], reset, self._random.get_state()))
         if rows is None:
             rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self._reset_rows(rows)

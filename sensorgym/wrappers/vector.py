@@ -195,7 +195,9 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._learn_layout(info)
         self._check_info(info, "reset", None if mask is None else _like(mask, np.zeros(0)))
         if seed is not None:
-            self.manager.seed(seed)  # a list: env b's stream gets seed[b] with per_env_rng (as its env)
+            # a list: env b's stream gets seed[b] with per_env_rng (as its env); a partial reset reseeds
+            # only the masked envs' streams, as Gymnasium seeds only the masked sub-envs
+            self.manager.seed(seed, envs_idx=mask)
         self.manager.reset(build_state(obs, info, self._layout), envs_idx=mask)
         if mask is None:
             self._autoreset = self._autoreset & False
