@@ -93,10 +93,12 @@ def noise_alpha(m: np.ndarray, avar: np.ndarray) -> np.ndarray:
     at least those of white noise."""
     x, y = np.log(np.asarray(m, float)), np.log(np.maximum(np.asarray(avar, float), 1e-300))
     slope = np.full(len(x), -1.0)
+    if len(x) < 3:
+        return np.zeros(len(x), dtype=int)
     for i in range(len(x)):
-        near = np.abs(x - x[i]) <= np.log(2.0) + 1e-9
-        if near.sum() >= 3:
-            slope[i] = np.polyfit(x[near], y[near], 1)[0]
+        distance = np.abs(x - x[i])
+        near = (distance <= np.log(2.0) + 1e-9) | (distance <= np.sort(distance)[2])  # at least 3 points
+        slope[i] = np.polyfit(x[near], y[near], 1)[0]
     return np.select([slope <= -0.5, slope <= 0.5], [0, -1], default=-2).astype(int)
 
 

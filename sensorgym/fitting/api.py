@@ -182,7 +182,7 @@ def _fit_channel(
             "or record the sensor still for longer",
         )
     ts = timing.sample_interval
-    allan = allan_deviation(values, ts, fit_m(len(values), len(values) // 5))
+    allan = allan_deviation(values, ts, fit_m(len(values), len(values) // 10))
     step, step_se = lattice_step(values)
     noise = fit_allan(allan, ts, resolution=step or 0.0)
     return ChannelFit(

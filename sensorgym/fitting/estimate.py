@@ -13,9 +13,12 @@ Which terms the log shows is a choice between the eight models with or without a
 and a Gauss-Markov bias (white noise is always there): the smallest ``D / phi + k log n`` (deviance ``D``
 scaled by the over-dispersion ``phi`` of the fullest model, ``k`` parameters, ``n`` points; BIC). A term
 left out is "not identifiable from this log", with the largest value the log allows where one can be
-said. Uncertainties are the inverse Fisher information, scaled by ``phi`` and by 2 because neighbouring
-half-octave estimates share most of their data; a kept term whose relative uncertainty exceeds 50% is
-reported as not identifiable too.
+said. Each estimate's relative error is taken as at least ``_MODEL_ERROR`` (1%): the closed form is no
+more exact than that (rounding as white noise, lost samples breaking the filter's correlation), and the
+shortest ``tau`` of a long log would otherwise weigh as if it were. Uncertainties are the inverse Fisher
+information, scaled by ``phi`` and by 2 because neighbouring half-octave estimates share most of their
+data (a check over seeds: the spread of the estimates matches them); a kept term whose relative
+uncertainty exceeds 50% is reported as not identifiable too.
 
 Example:
     >>> import numpy as np
@@ -54,6 +57,7 @@ _GRID = 20
 _MAX_RELATIVE_SE = 0.5
 _CORRELATION_INFLATION = 2.0  # half-octave neighbours share data: count each octave's information once
 _MIN_POINTS = 3
+_MODEL_ERROR = 0.01  # relative error of the closed form, as a floor on each estimate's own error
 
 
 @dataclass
@@ -228,7 +232,9 @@ def fit_allan(allan: Allan, sample_interval: float, resolution: float = 0.0) -> 
     nnls = scipy_opt.nnls
     allan = allan.select(np.isfinite(allan.adev) & (allan.adev > 0))
     m, a = allan.m.astype(np.float64), allan.avar
-    nu = np.maximum(allan.edf, 1.0)
+    # the model is exact only to about a percent (white rounding, the filter left off the drift, lost
+    # samples breaking the filter's correlation): no estimate is trusted beyond that
+    nu = 2.0 / (2.0 / np.maximum(allan.edf, 1.0) + _MODEL_ERROR**2)
     if len(m) < _MIN_POINTS:
         raise FitError(
             f"the static window holds {allan.n} samples, too few for an Allan deviation at {_MIN_POINTS} "

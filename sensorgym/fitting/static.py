@@ -5,10 +5,12 @@ deviation over short windows (``WINDOW_S`` seconds, at least ``MIN_WINDOW`` samp
 channel's quiet level: the median deviation of the quietest windows (those within twice the 10th
 percentile; a log that is mostly in motion still has a tenth of its windows at rest, or no static
 window to speak of). A window is motion when its variance exceeds the quiet level by more than chance
-allows: the chi-square quantile at which one window in a hundred logs of this length would be called
-motion by noise alone. Slow drift (a random walk, a bias instability) barely changes a short window's
+allows: the chi-square quantile at which noise alone would call one sample's window in a hundred logs
+of this length motion, with the degrees of freedom of a window of correlated samples (the sensor's own
+filter makes neighbours alike: Bartlett's ``(w - 1)(1 - rho^2)/(1 + rho^2)`` for lag-one correlation
+``rho``). Slow drift (a random walk, a bias instability) barely changes a short window's
 spread, so it stays static. A sample is static when every channel is static at its time; the window
-is the longest run of static time, trimmed by one short window at each end.
+is the longest run of static time, trimmed by one short window at each end inside the log.
 
 Example:
     >>> import numpy as np
@@ -59,10 +61,17 @@ def _static_intervals(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray
     low = np.percentile(spread, 10)
     if low <= 0:  # a constant stretch (a held or saturated signal): anything that varies is motion
         return spread <= 0, width * period
-    quiet = float(np.median(spread[spread <= 2 * low]))
+    calm = spread <= 2 * low
+    quiet = float(np.median(spread[calm]))
+    # a sensor's own filter correlates neighbouring samples, so a window holds fewer independent ones:
+    # the lag-one correlation rho from the calm stretches, and Bartlett's dof of a variance estimate
+    both = calm[1:] & calm[:-1]
+    rho = 1.0 - float(np.mean(np.diff(values)[both] ** 2)) / (2.0 * quiet**2) if both.any() else 0.0
+    rho = min(max(rho, 0.0), 0.99)
+    dof = max(2.0, (width - 1) * (1 - rho**2) / (1 + rho**2))
     chi2 = require("scipy.stats", "fit", "finding the static window").chi2
-    windows = max(1.0, len(values) / width)
-    limit = float(np.sqrt(chi2.ppf(1.0 - FALSE_ALARMS / windows, width - 1) / (width - 1)))
+    # every sample's window is tested, and overlapping windows are not independent: count them all
+    limit = float(np.sqrt(chi2.ppf(1.0 - FALSE_ALARMS / len(values), dof) / dof))
     return spread <= limit * quiet, width * period
 
 
@@ -77,7 +86,7 @@ def find_static_window(channels: Sequence[tuple[np.ndarray, np.ndarray]]) -> tup
     trim = 0.0
     for times, values in channels:
         mask, length = _static_intervals(np.asarray(times, float), np.asarray(values, float))
-        trim = max(trim, length / 2)
+        trim = max(trim, length)
         # map this channel's mask onto the first channel's samples: static where its nearest sample is
         idx = np.clip(np.searchsorted(times, grid_t), 0, len(times) - 1)
         static &= mask[idx]
@@ -88,7 +97,8 @@ def find_static_window(channels: Sequence[tuple[np.ndarray, np.ndarray]]) -> tup
     lengths = grid_t[ends] - grid_t[starts]
     best = int(np.argmax(lengths))
     start, end = float(grid_t[starts[best]]), float(grid_t[ends[best]])
-    # a moving window reaches half a window past a motion: trim it, except at the log's own ends
+    # a centred window sees a motion half a window early, and a sensor settles after it: trim a whole
+    # window at each end inside the log
     start = start + (trim if starts[best] > 0 else 0.0)
     end = end - (trim if ends[best] < len(grid_t) - 1 else 0.0)
     return (start, end) if end > start else (start, start)
