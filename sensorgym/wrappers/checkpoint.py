@@ -27,7 +27,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-__all__ = ["restore_vector_env", "snapshot_vector_env"]
+__all__ = ["check_same_vector_env", "restore_vector_env", "snapshot_vector_env", "vector_env_options"]
 
 
 def _base(venv: Any) -> Any:
@@ -97,3 +97,49 @@ def restore_vector_env(blob: bytes) -> Any:
             base = env.unwrapped
             mujoco.mj_setState(base.model, base.data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
     return venv
+
+
+def vector_env_options(venv: Any) -> list[tuple[str, dict[str, str]]]:
+    """``(class name, options)`` of every layer of a vector env, outermost first: each vector wrapper's
+    options (its ``checkpoint_options()``, else its recorded constructor arguments but the seed, each an
+    exact ``repr``), then the vector env itself with its env id."""
+    from gymnasium.vector import VectorEnv
+
+    layers = []
+    env = venv
+    while True:
+        own = getattr(env, "checkpoint_options", None)
+        if callable(own):
+            options = own()
+        else:
+            saved = getattr(env, "_saved_kwargs", None) or {}  # gym.utils.RecordConstructorArgs
+            options = {k: repr(v) for k, v in saved.items() if k not in ("env", "seed")}
+        inner = getattr(env, "env", None)
+        if not isinstance(inner, VectorEnv) or inner is env:
+            spec = getattr(env, "spec", None)
+            options = {**options, "id": repr(getattr(spec, "id", None))}
+            layers.append((type(env).__name__, options))
+            return layers
+        layers.append((type(env).__name__, options))
+        env = inner
+
+
+def check_same_vector_env(restored: Any, current: Any) -> None:
+    """Refuse a snapshot whose vector env (its wrappers, their options, its env id) differs from the one the
+    checkpoint is loaded into, with a ``ValueError`` naming the wrapper and the option: the snapshot would
+    silently replace it."""
+    saved, mine = vector_env_options(restored), vector_env_options(current)
+    fix = "Fix: build the vector env and its wrappers as the run that saved the checkpoint did."
+    if [name for name, _ in saved] != [name for name, _ in mine]:
+        raise ValueError(
+            f"load_state_dict: the snapshot's vector env is {[n for n, _ in saved]} (outermost first), this "
+            f"wrapper's {[n for n, _ in mine]}. {fix}"
+        )
+    for (name, theirs), (_, options) in zip(saved, mine, strict=True):
+        for field in sorted(set(theirs) | set(options)):
+            a, b = theirs.get(field, "<absent>"), options.get(field, "<absent>")
+            if a != b:
+                raise ValueError(
+                    f"load_state_dict: {name} option {field!r} differs: the snapshot has {field}={a}, this "
+                    f"wrapper's env {field}={b}. {fix}"
+                )

@@ -26,7 +26,9 @@ from .state_mapping import EXTRACTOR_KEY, LAYOUT_KEY
 __all__ = [
     "ExtractionPlan",
     "autoreset_mode_of",
+    "check_checkpoint_options",
     "check_sensors",
+    "checkpoint_options",
     "clean_info",
     "constructor_arguments",
     "extract_state",
@@ -80,6 +82,49 @@ def init_sensor_wrapper(
         critic_age=arguments["critic_age"],
     )
     return sensors
+
+
+#: constructor arguments of a sensor wrapper that a checkpoint may differ in: the checkpoint's random state
+#: replaces the seed's, the executor gives the same bits, and the sensors are checked by the manager
+_FREE_ARGUMENTS = frozenset({"seed", "executor", "sensors"})
+
+
+def checkpoint_options(wrapper: Any) -> dict[str, str]:
+    """A sensor wrapper's options as a checkpoint records them (each an exact ``repr``), resolved as
+    the wrapper uses them (``policy=None`` is every sensor, ``dt`` the inferred step, ``device`` its
+    type): everything that changes what the wrapper computes or returns, except what the manager checks
+    itself (the sensors) and what a checkpoint replaces (the seed) or cannot change (the executor)."""
+    arguments = wrapper._saved_kwargs  # gym.utils.RecordConstructorArgs
+    names = list(arguments["sensors"])
+    out = {}
+    for name, value in arguments.items():
+        if name in _FREE_ARGUMENTS:
+            continue
+        if name in ("policy", "critic") and value is None:
+            value = names
+        elif name == "dt":
+            value = wrapper.dt
+        elif name == "device":
+            value = wrapper.manager.device.type  # cuda:0 and cuda:1 hold the same generator state
+        if isinstance(value, (list, tuple)):
+            value = list(value)
+        out[name] = repr(value)
+    return out
+
+
+def check_checkpoint_options(who: str, saved: Mapping[str, str] | None, mine: Mapping[str, str]) -> None:
+    """Refuse a checkpoint saved with other options (``saved`` None: a checkpoint from before the options
+    were recorded, not checked)."""
+    if saved is None:
+        return
+    for name in sorted(set(saved) | set(mine)):
+        theirs, value = saved.get(name, "<absent>"), mine.get(name, "<absent>")
+        if theirs != value:
+            raise ValueError(
+                f"{who}.load_state_dict: option {name!r} differs: the checkpoint was saved with "
+                f"{name}={theirs}, this wrapper has {name}={value}. Fix: build the wrapper with the "
+                "options of the one that saved the checkpoint."
+            )
 
 
 def constructor_arguments(local_names: Mapping[str, Any]) -> dict[str, Any]:

@@ -487,7 +487,8 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         """Everything needed to continue bit-identically: the action queue, the per-env episode clocks,
         monotone bounds, first/applied actions, the sampled delay/jitter, the autoreset mask and the RNG."""
         return {
-            "version": 1,
+            "version": 2,
+            "options": self.checkpoint_options(),
             "num_envs": self.num_envs,
             "dt": self.dt,
             "max_shift": self.max_shift,
@@ -506,11 +507,27 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             "random": self._random.get_state(),
         }
 
+    def checkpoint_options(self) -> dict[str, str]:
+        """The options a checkpoint must have been saved with to load here, each as its exact ``repr``
+        (``seed`` is not among them: the checkpoint's random state replaces it)."""
+        init = self.initial_action
+        return {
+            "delay": repr(self.delay),
+            "jitter": repr(self.jitter),
+            "dt": repr(self.dt),
+            "initial_action": repr(init) if isinstance(init, str) else f"{init.tolist()!r} ({init.dtype})",
+            "autoreset_mode": repr(self.autoreset_mode.value),
+        }
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`state_dict` into a wrapper built with the same env shape and options."""
-        if not isinstance(state, Mapping) or state.get("version") != 1:
+        """Restore :meth:`state_dict` into a wrapper built with the same env shape and options; a checkpoint
+        saved with any other option (``delay``, ``jitter``, ``dt``, ``initial_action``, the env's autoreset
+        mode) is refused with a ``ValueError`` naming it. Checkpoints of format version 1 (before the
+        options were saved) load with a warning: their options cannot be checked."""
+        version = state.get("version") if isinstance(state, Mapping) else None
+        if version not in (1, 2):
             raise ValueError(
-                "ActionLatency.load_state_dict: not an ActionLatency state_dict (version 1). Fix: pass what "
+                "ActionLatency.load_state_dict: not an ActionLatency state_dict (version 2). Fix: pass what "
                 "ActionLatency.state_dict() returned."
             )
         mine = {
@@ -527,6 +544,23 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                     f"ActionLatency.load_state_dict: the checkpoint has {field}={theirs!r}, this wrapper "
                     f"{value!r}. Fix: build the wrapper with the same env and delay/jitter bounds."
                 )
+        if version == 1:
+            warnings.warn(
+                "ActionLatency.load_state_dict: a checkpoint of format version 1 does not record the "
+                "wrapper's options (delay, jitter, initial_action); they are not checked. Save it again to "
+                "have them checked.",
+                stacklevel=2,
+            )
+        else:
+            saved, options = state["options"], self.checkpoint_options()
+            for field in sorted(set(saved) | set(options)):
+                theirs, value = saved.get(field, "<absent>"), options.get(field, "<absent>")
+                if theirs != value:
+                    raise ValueError(
+                        f"ActionLatency.load_state_dict: option {field!r} differs: the checkpoint was saved "
+                        f"with {field}={theirs}, this wrapper has {field}={value}. Fix: build the wrapper "
+                        "with the options of the one that saved the checkpoint."
+                    )
         dev = self.device
         self._clock = int(state["clock"])
         self._ring = state["ring"].to(dev, copy=True)

@@ -23,7 +23,15 @@ import numpy as np
 import torch
 
 from ..core.options import SensorOptions
-from .common import ExtractionPlan, clean_info, constructor_arguments, init_sensor_wrapper, needs_extraction
+from .common import (
+    ExtractionPlan,
+    check_checkpoint_options,
+    checkpoint_options,
+    clean_info,
+    constructor_arguments,
+    init_sensor_wrapper,
+    needs_extraction,
+)
 from .state_mapping import EXTRACTOR_KEY, build_state
 
 __all__ = ["SingleEnvSensorObservation"]
@@ -114,7 +122,11 @@ class SingleEnvSensorObservation(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return self._observation(obs), reward, terminated, truncated, clean_info(info)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"manager": self.manager.state_dict()}
+        """The sensors' state (the manager's) and the wrapper's options, checked on load."""
+        return {"manager": self.manager.state_dict(), "options": checkpoint_options(self)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`; a checkpoint saved with other options (or sensors) is refused with a
+        ``ValueError`` naming the option (see :func:`~sensorgym.wrappers.common.checkpoint_options`)."""
+        check_checkpoint_options(type(self).__name__, state.get("options"), checkpoint_options(self))
         self.manager.load_state_dict(state["manager"])

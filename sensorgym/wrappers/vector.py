@@ -30,7 +30,14 @@ from gymnasium.vector.utils import batch_space
 
 from ..core.options import SensorOptions
 from ..sensors.state import StateSensorOptions
-from .common import autoreset_mode_of, clean_info, constructor_arguments, init_sensor_wrapper
+from .common import (
+    autoreset_mode_of,
+    check_checkpoint_options,
+    checkpoint_options,
+    clean_info,
+    constructor_arguments,
+    init_sensor_wrapper,
+)
 from .faults import DEAD_PIPE, annotate_env_error, dead_workers, missing_info_rows
 from .spaces import with_rows
 from .state_mapping import LAYOUT_KEY, build_state, merge_rows
@@ -311,6 +318,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         stop mid-episode and resume bit-identically in a fresh process."""
         state = {
             "manager": self.manager.state_dict(),
+            "options": checkpoint_options(self),
             "autoreset": _copy_mask(self._autoreset),
             "layout": self._layout,
             "last_obs": copy.deepcopy(self._last_obs),
@@ -322,19 +330,32 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`state_dict` (into a wrapper built with the same env id and sensors)."""
+        """Restore :meth:`state_dict` into a wrapper built with the same env, sensors and options. A
+        checkpoint saved with any other option (see :func:`~sensorgym.wrappers.common.checkpoint_options`),
+        sensor, or (with ``include_envs``) vector env or vector wrapper option, such as an
+        ``ActionLatency``'s ``delay``, is refused with a ``ValueError`` naming it, before anything
+        changes."""
+        check_checkpoint_options(type(self).__name__, state.get("options"), checkpoint_options(self))
+        restored = None
         if "envs" in state:
-            from .checkpoint import restore_vector_env
+            from .checkpoint import check_same_vector_env, restore_vector_env
 
             restored = restore_vector_env(state["envs"])
-            if restored.num_envs != self.num_envs:
-                raise ValueError(
-                    f"load_state_dict: the snapshot has {restored.num_envs} envs, this wrapper "
-                    f"{self.num_envs}. Fix: build the wrapper with the same number of envs."
-                )
+            try:
+                if restored.num_envs != self.num_envs:
+                    raise ValueError(
+                        f"load_state_dict: the snapshot has {restored.num_envs} envs, this wrapper "
+                        f"{self.num_envs}. Fix: build the wrapper with the same number of envs."
+                    )
+                check_same_vector_env(restored, self.env)
+                self.manager.load_state_dict(state["manager"])
+            except BaseException:
+                restored.close()
+                raise
             self.env.close()
             self.env = restored
-        self.manager.load_state_dict(state["manager"])
+        else:
+            self.manager.load_state_dict(state["manager"])
         self._autoreset = _like(_copy_mask(state["autoreset"]), self._autoreset)
         self._layout = state.get("layout", self._layout)
         self._last_obs = copy.deepcopy(state.get("last_obs"))
