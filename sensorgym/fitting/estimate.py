@@ -17,8 +17,9 @@ said. Each estimate's relative error is taken as at least ``_MODEL_ERROR`` (1%):
 more exact than that (rounding as white noise, lost samples breaking the filter's correlation), and the
 shortest ``tau`` of a long log would otherwise weigh as if it were. Uncertainties are the inverse Fisher
 information, scaled by ``phi`` and by 2 because neighbouring half-octave estimates share most of their
-data (a check over seeds: the spread of the estimates matches them); a kept term whose relative
-uncertainty exceeds 50% is reported as not identifiable too.
+data (a check over seeds: the spread of the estimates matches them). A drift term whose relative
+uncertainty exceeds 50%, or that shapes the deviation over less than an octave of ``tau``, is dropped and
+the rest refitted without it: it is not identifiable from this log.
 
 Example:
     >>> import numpy as np
@@ -128,7 +129,7 @@ def _irls(
 # -- the fit ------------------------------------------------------------------------------------------------
 def _unpack(theta: np.ndarray, structure: tuple[bool, bool, bool], resolution: float) -> ModelParams:
     filt, rw, gm = structure
-    it = iter(np.exp(theta))
+    it = iter(np.exp(np.clip(theta, -700.0, 700.0)))
     n2 = next(it)
     fc = next(it) if filt else 0.0
     k2 = next(it) if rw else 0.0
@@ -189,8 +190,10 @@ def _fit_structure(
     bounds += [(None, None), (math.log(tc_grid[0]), math.log(tc_grid[-1]))] if gm else []
 
     def objective(theta: np.ndarray) -> float:
-        model = allan_variance(_unpack(theta, structure, resolution), m, ts)
-        return _deviance(a, np.maximum(model, 1e-300), nu)
+        with np.errstate(all="ignore"):  # the optimizer may try absurd values on its way
+            model = allan_variance(_unpack(theta, structure, resolution), m, ts)
+            dev = _deviance(a, np.maximum(model, 1e-300), nu)
+        return dev if math.isfinite(dev) else 1e300
 
     res = scipy_opt.minimize(objective, _pack(start, structure), method="L-BFGS-B", bounds=bounds)
     polished = _unpack(res.x, structure, resolution)
@@ -263,10 +266,31 @@ def fit_allan(allan: Allan, sample_interval: float, resolution: float = 0.0) -> 
         se_log = np.sqrt(np.maximum(np.diag(cov), 0.0))
         weak = _weak_terms(chosen, se_log)
         if weak is None:
+            weak = _narrow_drift(params, chosen, m, ts)
+        if weak is None:
             break
         # a term the log barely constrains is dropped, and the others refitted without it
         allowed = [s for s in allowed if not s[weak]]
     return _estimates(params, chosen, se_log, allan, ts, m, dispersion)
+
+
+def _narrow_drift(
+    params: ModelParams, structure: tuple[bool, bool, bool], m: np.ndarray, ts: float
+) -> int | None:
+    """A drift term (1 random walk, 2 Gauss-Markov) that shapes the Allan variance (a quarter of it or
+    more) over less than an octave of tau: a bend at the last point or two, which the log's scatter
+    makes as easily; or None."""
+    taus, total = m * ts, allan_variance(params, m, ts)
+    parts = {
+        1: random_walk_allan_variance(params.random_walk_density, m, ts),
+        2: gauss_markov_allan_variance(params.bias_instability, params.bias_correlation_time, m, ts),
+    }
+    for index, part in parts.items():
+        if structure[index]:
+            span = _tau_range(taus, part, total)
+            if span is None or span[1] < 2 * span[0]:
+                return index
+    return None
 
 
 def _weak_terms(structure: tuple[bool, bool, bool], se_log: np.ndarray) -> int | None:

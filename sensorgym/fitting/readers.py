@@ -59,6 +59,11 @@ class Channel:
 def closest(name: str, known: Sequence[str], limit: int = 12) -> str:
     """A fix naming the closest known channel names (and a few others), for an unknown ``name``."""
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+    if not close:  # an abbreviation: every word of the name starts a word of the channel ("Gyro X")
+        words = re.findall(r"[a-z0-9]+", name.lower())
+        close = [k for k in known if words and all(
+            any(w.startswith(q) for w in re.findall(r"[a-z0-9]+", k.lower())) for q in words
+        )][:3]  # fmt: skip
     hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
     shown = list(known)[:limit]
     more = f" (and {len(known) - limit} more)" if len(known) > limit else ""

@@ -22,9 +22,9 @@ class Truth:
     rate: float = 200.0
     noise_density: float = 0.003
     bandwidth: float = 20.0
-    random_walk_density: float = 4e-4
+    random_walk_density: float = 6e-4
     bias_instability: float = 4e-3
-    bias_correlation_time: float = 10.0
+    bias_correlation_time: float = 5.0
     resolution: float = 0.0
     dropout: float = 0.0
     burst: float = 1.0
@@ -54,12 +54,12 @@ def loss_mask(rng: np.random.Generator, n: int, p: float, burst: float) -> np.nd
     pairs = int(n * q * 2 + 100)
     kept = rng.geometric(q, pairs)
     lost = rng.geometric(1.0 / burst, pairs)
-    for k, l in zip(kept, lost, strict=True):
+    for k, run in zip(kept, lost, strict=True):
         i += k
         if i >= n:
             break
-        keep[i : i + l] = False
-        i += l
+        keep[i : i + run] = False
+        i += run
     return keep
 
 
@@ -70,7 +70,7 @@ def generate(
     ``truth.level``, or reading ``signal_in`` per sample)."""
     rng = np.random.default_rng(seed)
     ts = truth.sample_interval
-    n = int(round(duration / ts))
+    n = round(duration / ts)
     x = np.full(n, truth.level) if signal_in is None else np.asarray(signal_in, float)[:n]
     white = rng.normal(0.0, truth.noise_density / math.sqrt(ts), n)
     if truth.bandwidth > 0:
