@@ -33,6 +33,8 @@ import numpy as np
 import torch
 
 from ...core.options import option_error
+from ...core.randomization import Distribution
+from ...core.values import as_real
 from .base import MujocoSensor, MujocoSensorOptions, cached, mj_handles, name_to_id, state_key
 
 __all__ = ["IMUOptions", "IMUReading", "IMUSensor", "coupling_matrix", "euler_to_matrix"]
@@ -41,7 +43,13 @@ FIELDS = ("acc", "gyro", "mag")
 # mujoco.mjtObj.mjOBJ_XBODY: the body *frame* (origin xpos, axes xmat). mjOBJ_BODY would be the inertial
 # frame (centre of mass xipos, principal axes ximat), which is not where an IMU is mounted.
 _OBJ_XBODY = 2
-IMPERFECTIONS = ("noise", "bias", "random_walk", "resolution")
+#: the component options the IMU also takes per field (``acc_noise``, ``gyro_noise_density``, ...)
+IMPERFECTIONS = (
+    "noise", "bias", "random_walk", "resolution", "noise_density", "random_walk_density", "bias_instability",
+    "bias_correlation_time", "scale_factor", "bandwidth",
+)  # fmt: skip
+#: per-step option and its density twin: never both non-zero on one component
+_EXCLUSIVE = (("noise", "noise_density"), ("random_walk", "random_walk_density"))
 
 
 class IMUReading(NamedTuple):
@@ -88,6 +96,30 @@ def coupling_matrix(value: Any, what: str) -> np.ndarray:
     raise ValueError(f"{what}={value!r}: expected a scalar, 3 values (xy, xz, yz) or a 3x3 matrix.")
 
 
+def _field_part(value: Any, i: int) -> tuple:
+    """The 3 components of field ``i`` of a 9-component option (a value, 1 or 9 values); () when the
+    length is wrong (the base class names that)."""
+    if not isinstance(value, tuple):
+        return (value,) * 3
+    if len(value) == 1:
+        return value * 3
+    return value[3 * i : 3 * i + 3] if len(value) == 9 else ()
+
+
+def _lowest(v: Any) -> float:
+    if isinstance(v, Distribution):
+        return v.bounds[0]
+    x = as_real(v)
+    return math.nan if x is None else x  # not a number: the base class reports it
+
+
+def _can_be_nonzero(v: Any) -> bool:
+    if isinstance(v, Distribution):
+        return v.bounds != (0.0, 0.0)
+    x = as_real(v)
+    return x is not None and x != 0.0
+
+
 @dataclass(frozen=True, kw_only=True)
 class IMUOptions(MujocoSensorOptions):
     """Options of :class:`IMUSensor`.
@@ -99,11 +131,20 @@ class IMUOptions(MujocoSensorOptions):
         magnetic_field: world magnetic field the magnetometer reads (any unit).
         acc_cross_axis_coupling, gyro_cross_axis_coupling, mag_cross_axis_coupling: per-field coupling:
             a scalar, (xy, xz, yz) or a 3x3 matrix applied to the true vector.
-        acc_noise, gyro_noise, mag_noise, ... (also ``_bias``, ``_random_walk``, ``_resolution``): per-field
-            imperfections (a scalar, 3 values or a distribution); they override the matching components of
-            ``noise``/``bias``/``random_walk``/``resolution`` (9 components: acc, gyro, mag).
+        acc_noise, gyro_noise, mag_noise, ... : per-field imperfections (a scalar, 3 values or a
+            distribution; None: not given). Every component option of the error model is taken per field
+            under the prefixes ``acc_``, ``gyro_`` and ``mag_``: ``noise``, ``bias``, ``random_walk``,
+            ``resolution``, ``noise_density``, ``random_walk_density``, ``bias_instability``,
+            ``bias_correlation_time``, ``scale_factor`` and ``bandwidth`` (docs/error_model.md). A given
+            per-field option overrides the matching 3 components of the 9-component option of the same
+            name (components: acc x y z, gyro x y z, mag x y z); its checks name it (``gyro_noise`` and
+            ``gyro_noise_density`` may not both be non-zero on one axis).
 
-    Example: see the module docstring.
+    Example:
+        >>> import sensorgym as sg
+        >>> o = sg.IMUOptions(body="torso", gyro_noise_density=1.7e-4, acc_bandwidth=50.0)
+        >>> o.noise_density[3:6], o.bandwidth[:3], o.bandwidth[6:]
+        ((0.00017, 0.00017, 0.00017), (50.0, 50.0, 50.0), (0.0, 0.0, 0.0))
     """
 
     body: str
@@ -125,6 +166,24 @@ class IMUOptions(MujocoSensorOptions):
     acc_resolution: Any = None
     gyro_resolution: Any = None
     mag_resolution: Any = None
+    acc_noise_density: Any = None
+    gyro_noise_density: Any = None
+    mag_noise_density: Any = None
+    acc_random_walk_density: Any = None
+    gyro_random_walk_density: Any = None
+    mag_random_walk_density: Any = None
+    acc_bias_instability: Any = None
+    gyro_bias_instability: Any = None
+    mag_bias_instability: Any = None
+    acc_bias_correlation_time: Any = None
+    gyro_bias_correlation_time: Any = None
+    mag_bias_correlation_time: Any = None
+    acc_scale_factor: Any = None
+    gyro_scale_factor: Any = None
+    mag_scale_factor: Any = None
+    acc_bandwidth: Any = None
+    gyro_bandwidth: Any = None
+    mag_bandwidth: Any = None
 
     def _validate(self) -> None:
         if not isinstance(self.body, str) or not self.body:
@@ -146,12 +205,78 @@ class IMUOptions(MujocoSensorOptions):
             for kind in IMPERFECTIONS:
                 v = getattr(self, f"{f}_{kind}")
                 if isinstance(v, (list, np.ndarray)):
-                    object.__setattr__(self, f"{f}_{kind}", tuple(v))
+                    v = tuple(v)
+                    object.__setattr__(self, f"{f}_{kind}", v)
+                if v is not None:
+                    self._check_field_value(f"{f}_{kind}", kind, v)
+        written = {kind: getattr(self, kind) for kind in IMPERFECTIONS}  # before the merge, for messages
         for kind in IMPERFECTIONS:
             merged = self._merge_fields(kind)
             if merged is not None:
                 object.__setattr__(self, kind, merged)
+        self._check_field_pairs(written)
         super()._validate()
+
+    def _check_field_value(self, name: str, kind: str, value: Any) -> None:
+        """One per-field option (``gyro_noise_density=...``): each component a finite number or a
+        distribution, inside the range of ``kind`` (the merged 9 values are checked again by the base
+        class, but its message would name ``kind`` and a component number instead of ``name``)."""
+        non_negative = kind in getattr(self, "_non_negative", ())
+        for v in value if isinstance(value, tuple) else (value,):
+            if isinstance(v, Distribution):
+                lo = v.bounds[0]
+            else:
+                lo = as_real(v)
+                if lo is None:
+                    raise TypeError(
+                        f"IMUOptions.{name}={value!r} is invalid: expected a number, 3 numbers or a "
+                        f"Distribution, got {type(v).__name__}. Fix: pass e.g. {name}=0.01."
+                    )
+                if not math.isfinite(lo):
+                    raise option_error("IMUOptions", name, value, "values must be finite", f"pass {name}=0.0")
+            if non_negative and lo < 0:
+                raise option_error(
+                    "IMUOptions", name, value, f"it can be {lo:g} but {kind} must be >= 0",
+                    "use a value >= 0 (0.0: off), or a distribution such as sg.Uniform(0.0, x)",
+                )  # fmt: skip
+            if kind == "scale_factor" and lo <= -1.0:
+                why = f"it can be {lo:g}; a gain 1 + k must stay positive, so k > -1"
+                fix = f"use e.g. {name}=0.01 (1 %) or sg.Uniform(-0.02, 0.02)"
+                raise option_error("IMUOptions", name, value, why, fix)
+
+    def _check_field_pairs(self, written: dict[str, Any]) -> None:
+        """The checks that tie two options of one field (``gyro_noise`` vs ``gyro_noise_density``, a
+        correlation time for a bias instability), run on the merged values and naming the options as they
+        were written: the per-field spelling where one was given, else the 9-component option."""
+
+        def spelled(f: str, kind: str) -> tuple[str, Any]:
+            v = getattr(self, f"{f}_{kind}")
+            return (f"{f}_{kind}", v) if v is not None else (kind, written[kind])
+
+        for i, f in enumerate(FIELDS):
+            for a, b in (*_EXCLUSIVE, ("bias_instability", "bias_correlation_time")):
+                if getattr(self, f"{f}_{a}") is None and getattr(self, f"{f}_{b}") is None:
+                    continue  # neither per field: the base class checks (and names) the 9-component options
+                pairs = zip(_field_part(getattr(self, a), i), _field_part(getattr(self, b), i), strict=True)
+                for axis, (va, vb) in enumerate(pairs):
+                    (name_a, given_a), (name_b, given_b) = spelled(f, a), spelled(f, b)
+                    where = f"on {f} axis {'xyz'[axis]} (component {3 * i + axis} of 9)"
+                    if b == "bias_correlation_time":
+                        if _can_be_nonzero(va) and _lowest(vb) <= 0.0:
+                            raise option_error(
+                                "IMUOptions", name_a, given_a,
+                                f"a bias instability needs a correlation time > 0 {where}, and "
+                                f"{name_b}={given_b!r} gives none there",
+                                f"give {f}_{b} in seconds, e.g. {f}_{b}=100.0",
+                            )  # fmt: skip
+                    elif _can_be_nonzero(va) and _can_be_nonzero(vb):
+                        raise option_error(
+                            "IMUOptions", name_b, given_b,
+                            f"{name_a}={given_a!r} and {name_b} are both non-zero {where}; they are two "
+                            "units of the same error term",
+                            f"give one of {name_a} (per step) or {name_b} (per sqrt(Hz)) and set the other "
+                            "to 0.0",
+                        )  # fmt: skip
 
     def _merge_fields(self, kind: str) -> tuple | None:
         per_field = {f: getattr(self, f"{f}_{kind}") for f in FIELDS}
