@@ -6,7 +6,9 @@ fresh process with every sub-env, sensor and random stream exactly where it was.
   arguments (Gymnasium's ``EzPickle``: every MuJoCo env), so unpickling builds a fresh env: each sub-env's
   ``np_random`` is therefore saved and put back, and a MuJoCo sub-env's whole ``MjData`` (integration
   state, solver warm start and the derived quantities such as body positions, which the next step's
-  reward may read) is copied back into the rebuilt env. Any other ``EzPickle`` sub-env is refused: its
+  reward may read) is copied back into the rebuilt env, and so is its whole ``MjModel`` (a run may change
+  the model, e.g. a per-env mass or damping randomization, which a model rebuilt from the XML would lose;
+  :func:`copy_model_fields`). Any other ``EzPickle`` sub-env is refused: its
   state would silently come back as a fresh env's.
 * natively batched torch envs: pickled the same way (tensors and ``torch.Generator`` pickle).
 * ``AsyncVectorEnv``: the sub-envs live in worker processes; they cannot be snapshotted from the parent.
@@ -27,7 +29,15 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-__all__ = ["check_same_vector_env", "restore_vector_env", "snapshot_vector_env", "vector_env_options"]
+import numpy as np
+
+__all__ = [
+    "check_same_vector_env",
+    "copy_model_fields",
+    "restore_vector_env",
+    "snapshot_vector_env",
+    "vector_env_options",
+]
 
 
 def _base(venv: Any) -> Any:
@@ -59,9 +69,53 @@ def _sub_env_states(venv: Any) -> list[dict[str, Any]]:
                 "np_random": getattr(base, "_np_random", None),
                 "np_random_seed": getattr(base, "_np_random_seed", None),
                 "mjdata": base.data if mujoco_env else None,  # MjData pickles whole
+                # and so does MjModel: a run may have changed it (per-env mass or damping randomization),
+                # and the rebuilt env's model comes fresh from its XML
+                "mjmodel": base.model if mujoco_env else None,
             }
         )
     return states
+
+
+def copy_model_fields(dst: Any, src: Any, where: str = "MjModel") -> None:
+    """Copy every field of the MuJoCo model ``src`` into ``dst`` in place (``dst`` keeps its identity, so
+    whatever holds it, a renderer or a sensor plan, sees the copy): every array, every settable scalar, and
+    the nested option, visual and statistic structs. A size that differs (another XML) is refused with a
+    ``ValueError``."""
+    for name in dir(src):
+        if name.startswith("_"):
+            continue
+        value = getattr(src, name)
+        if (
+            name == "signature"
+            or callable(value)
+            or value is None
+            or isinstance(value, (str, bytes, list, tuple, dict))
+        ):
+            continue  # names, paths and text: fixed by the XML; the signature (a hash of the structure) is
+            # not kept by pickling
+        if isinstance(value, np.ndarray):
+            target = getattr(dst, name)
+            if target.shape != value.shape:
+                raise ValueError(
+                    f"cannot restore {where}.{name}: shape {value.shape} in the snapshot, {target.shape} in "
+                    "the rebuilt env (its model came from another XML). Fix: restore into the env that was "
+                    "saved."
+                )
+            if target.flags.writeable:
+                np.copyto(target, value)
+        elif isinstance(value, (bool, int, float, np.number)):
+            if getattr(dst, name) != value:
+                try:
+                    setattr(dst, name, value)
+                except AttributeError:  # a size: fixed by the XML
+                    raise ValueError(
+                        f"cannot restore {where}.{name}={value!r}: the rebuilt env has "
+                        f"{getattr(dst, name)!r} (its model came from another XML). Fix: restore into the "
+                        "env that was saved."
+                    ) from None
+        else:  # a nested struct (opt, vis, stat, vis.global_, ...): a view of the model's memory
+            copy_model_fields(getattr(dst, name), value, f"{where}.{name}")
 
 
 def snapshot_vector_env(venv: Any) -> bytes:
@@ -86,6 +140,8 @@ def restore_vector_env(blob: bytes) -> Any:
         base = env.unwrapped
         if state["np_random"] is not None:
             base._np_random, base._np_random_seed = state["np_random"], state["np_random_seed"]
+        if state.get("mjmodel") is not None:
+            copy_model_fields(base.model, state["mjmodel"])
         if state["mjdata"] is not None:
             import mujoco
 
