@@ -276,6 +276,11 @@ def fit(
     log = Path(log)
     table_names = _names(channels, names)
     window = _parse_static(static)
+    counts = {n: table_names.count(n) for n in table_names}
+    raw = None
+    if into is not None:  # a config that cannot take the options is refused before the work
+        raw = read_config(into)
+        merge_into(raw, {n: {} for n in counts}, counts, str(into))
     wanted = list(channels) + ([reference] if reference and reference not in channels else [])
     read = {c.name: c for c in read_channels(log, wanted, time=time)}
     chans = [read[c] for c in channels]
@@ -338,8 +343,7 @@ def fit(
             )
     lines = [f.closed_loop.line(f.channel.name) for f in fits if f.closed_loop is not None]
     result = FitResult(log, fits, options, sim, lines)
-    if into is not None:
-        raw = read_config(into)
+    if raw is not None:
         merged, result.into_changes = merge_into(raw, options, components, str(into))
     if out is not None:
         from .report import write_outputs

@@ -1,0 +1,155 @@
+"""`sensorgym fit` on the command line, and the loop it closes: fitted_config.toml (--into) loads as a
+config, `sensorgym inspect` estimates back the noise that fit wrote, `sensorgym train` runs on it; a log
+or flag it cannot use is one line with the fix and exit code 2."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from sensorgym.app.cli import main
+from sensorgym.app.config import load_config
+
+LOG = Path(__file__).resolve().parents[1] / "data" / "xio_fusion_sensor_data.csv"
+GYRO = ["Gyroscope X (deg/s)", "Gyroscope Y (deg/s)"]
+SMALL_TRAIN = """
+[env]
+id = "Pendulum-v1"
+n_envs = 2
+
+[sensors.angle]
+type = "StateSensorOptions"
+key = "obs"
+index = [0, 1]
+history_length = 2
+noise = 0.05
+
+[algorithm]
+timesteps = 128
+eval_episodes = 1
+kwargs = {n_steps = 64, batch_size = 64, n_epochs = 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fit")
+    (out / "train_small.toml").write_text(SMALL_TRAIN)
+    capture = pytest.MonkeyPatch()
+    lines: list[str] = []
+    capture.setattr(sys, "stdout", _Lines(lines))
+    try:
+        into = str(out / "train_small.toml")
+        argv = ["--names", "angle", "--into", into, "--out", str(out), "--envs", "16", "--no-progress"]
+        rc = main(["fit", str(LOG), "--channels", *GYRO, *argv])
+    finally:
+        capture.undo()
+    return rc, lines, out
+
+
+class _Lines:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines, self.buf = lines, ""
+
+    def write(self, text: str) -> int:
+        self.buf += text
+        *done, self.buf = self.buf.split("\n")
+        self.lines += done
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_fit_writes_its_outputs_and_prints_the_closed_loop_last(fitted):
+    rc, lines, out = fitted
+    assert rc == 0
+    for name in ("fitted.toml", "fitted_config.toml", "fit_report.md", "allan.png", "timing.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert [re.sub(r":.*", "", line) for line in lines[-2:]] == [f"closed loop {c}" for c in GYRO]
+    assert all("within the log's 95% band at 7 of 7 τ" in line for line in lines[-2:])
+    table = tomllib.loads((out / "fitted.toml").read_text())["sensors"]["angle"]
+    assert table["update_period"] == pytest.approx(0.01008, rel=1e-3)
+    assert len(table["noise_density"]) == 2 and table["dropout_burst"] == 2.0
+    report = (out / "fit_report.md").read_text()
+    assert "not identifiable from this log" in report and "closed loop" in report
+
+
+def test_the_fitted_config_keeps_the_source_and_takes_the_options(fitted):
+    _, _, out = fitted
+    cfg = load_config(out / "fitted_config.toml")
+    angle = cfg.sensors["angle"]
+    assert angle.key == "obs" and angle.index == (0, 1) and angle.history_length == 2
+    assert angle.noise == 0.0 and len(angle.noise_density) == 2  # noise is replaced by its density form
+    fitted_table = tomllib.loads((out / "fitted.toml").read_text())["sensors"]["angle"]
+    assert list(angle.noise_density) == pytest.approx(fitted_table["noise_density"])
+
+
+def test_inspect_estimates_back_the_fitted_noise(fitted, capsys, tmp_path):
+    _, _, out = fitted
+    assert main(["inspect", "--config", str(out / "fitted_config.toml"), "--steps", "800", "--seed", "1",
+                 "--out", str(tmp_path / "inspect.png")]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    rows = [line for line in text.splitlines() if line.strip().startswith("noise std")]
+    assert len(rows) == 2 and all(row.rstrip().endswith("ok") for row in rows), rows
+    assert "noise_density" in text
+
+
+@pytest.mark.slow
+def test_train_runs_on_the_fitted_config(fitted, capsys, tmp_path):
+    _, _, out = fitted
+    assert main(["train", "--config", str(out / "fitted_config.toml"), "--out", str(tmp_path / "run"),
+                 "--no-progress"]) == 0  # fmt: skip
+    assert "final score" in capsys.readouterr().out
+
+
+def test_the_training_env_builds_and_steps_with_the_fitted_sensors(fitted):
+    # the default-run part of the loop: train's own env constructor, with the fitted sensor
+    from sensorgym.app.training import config_env_kwargs, make_sensor_env
+
+    _, _, out = fitted
+    cfg = load_config(out / "fitted_config.toml")
+    env = make_sensor_env(
+        cfg.env.id, cfg.sensors, n_envs=2, seed=0, autoreset_mode="NextStep", **config_env_kwargs(cfg)
+    )
+    try:
+        env.reset(seed=0)
+        for _ in range(20):
+            obs, *_ = env.step(env.action_space.sample())
+        assert obs["policy"].shape == (2, 4)  # 2 components x history 2
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--channels", "Gyro Q"], "no channel 'Gyro Q'"),
+        (["--channels", GYRO[0], "--static", "5-20"], "is not START:END"),
+        (["--channels", GYRO[0], "--static", "0:0.3"], "too short for any estimate"),
+        (["--channels", *GYRO, "--names", "a", "b", "c"], "gives 3 names for 2 channels"),
+        (["--channels", GYRO[0], "--names", "angle", "--into", "nope.toml"], "no such config file"),
+        (
+            ["--channels", GYRO[0], "--names", "gyro", "--into", "examples/configs/train.toml"],
+            "no [sensors.gyro]",
+        ),
+        (["--channels", GYRO[0], "--time", "Clock"], "no time column 'Clock'"),
+        (["--channels", GYRO[0], "--reference", "Magnetometer X (uT)", "--static", "0:0.5"], "too short"),
+    ],
+)
+def test_a_mistake_is_one_line_with_the_fix(argv, words, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    rc = main(["fit", str(LOG), *argv, "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "Fix:" in err and words in err, err
+
+
+def test_a_missing_extra_names_the_pip_install(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "allantools", None)
+    rc = main(["fit", str(LOG), "--channels", GYRO[0], "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and 'pip install "sensorgym[fit]"' in err and "\n" not in err
