@@ -14,6 +14,8 @@ import tomllib
 from sensorgym.app.cli import main
 from sensorgym.app.config import load_config
 
+pytest.importorskip("matplotlib")  # the figures of sensorgym fit (the plot extra)
+
 LOG = Path(__file__).resolve().parents[1] / "data" / "xio_fusion_sensor_data.csv"
 GYRO = ["Gyroscope X (deg/s)", "Gyroscope Y (deg/s)"]
 SMALL_TRAIN = """
@@ -101,6 +103,7 @@ def test_inspect_estimates_back_the_fitted_noise(fitted, capsys, tmp_path):
 
 @pytest.mark.slow
 def test_train_runs_on_the_fitted_config(fitted, capsys, tmp_path):
+    pytest.importorskip("stable_baselines3")
     _, _, out = fitted
     assert main(["train", "--config", str(out / "fitted_config.toml"), "--out", str(tmp_path / "run"),
                  "--no-progress"]) == 0  # fmt: skip
@@ -109,6 +112,7 @@ def test_train_runs_on_the_fitted_config(fitted, capsys, tmp_path):
 
 def test_the_training_env_builds_and_steps_with_the_fitted_sensors(fitted):
     # the default-run part of the loop: train's own env constructor, with the fitted sensor
+    pytest.importorskip("stable_baselines3")
     from sensorgym.app.training import config_env_kwargs, make_sensor_env
 
     _, _, out = fitted

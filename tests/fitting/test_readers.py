@@ -100,6 +100,7 @@ def test_ros2_bag_and_mcap_hold_the_same_messages():
     ],
 )
 def test_an_unknown_channel_is_one_line_with_the_names_there_are(path, channel, words):
+    pytest.importorskip({".ulg": "pyulog", ".bag": "rosbags", ".mcap": "mcap"}.get(path.suffix, "numpy"))
     with pytest.raises(FitError) as e:
         read_channels(path, [channel])
     text = str(e.value)
