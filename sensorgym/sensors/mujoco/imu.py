@@ -26,6 +26,8 @@ Example:
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -99,6 +101,8 @@ def coupling_matrix(value: Any, what: str) -> np.ndarray:
 def _field_part(value: Any, i: int) -> tuple:
     """The 3 components of field ``i`` of a 9-component option (a value, 1 or 9 values); () when the
     length is wrong (the base class names that)."""
+    if isinstance(value, (list, np.ndarray)):  # not normalized yet: the base class does it after the merge
+        value = tuple(np.asarray(value, dtype=object).ravel())
     if not isinstance(value, tuple):
         return (value,) * 3
     if len(value) == 1:
@@ -311,6 +315,219 @@ class IMUOptions(MujocoSensorOptions):
                 )
             out[3 * i : 3 * i + 3] = vals
         return tuple(out)
+
+    # -- Kalibr ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_kalibr(cls, source: str | os.PathLike | Mapping[str, Any], **kwargs: Any) -> IMUOptions:
+        """Options of the IMU described by a Kalibr ``imu.yaml`` (a path, or the already parsed mapping).
+
+        ``accelerometer_noise_density``/``gyroscope_noise_density`` become ``acc_``/``gyro_noise_density``,
+        ``accelerometer_random_walk``/``gyroscope_random_walk`` become ``acc_``/``gyro_random_walk_density``
+        and ``update_rate`` becomes ``update_period = 1 / update_rate`` (Kalibr's convention: the
+        per-sample std is ``noise_density * sqrt(update_rate)``, docs/error_model.md). ``kwargs`` set the
+        rest (``body`` is required: the file does not say where the IMU is). The keys Kalibr uses for
+        other things than noise (``rostopic``, ``time_offset``) are ignored; any other key, a missing one, a
+        value that is not a number ``>= 0`` (``update_rate > 0``), or a keyword that contradicts the file
+        is a ``ValueError`` naming it. Reading a path needs PyYAML (``pip install pyyaml``).
+
+        Example:
+            >>> import sensorgym as sg
+            >>> euroc = {"rostopic": "/imu0", "update_rate": 200.0,  # EuRoC's ADIS16448
+            ...          "gyroscope_noise_density": 1.6968e-04, "gyroscope_random_walk": 1.9393e-05,
+            ...          "accelerometer_noise_density": 2.0e-3, "accelerometer_random_walk": 3.0e-3}
+            >>> o = sg.IMUOptions.from_kalibr(euroc, body="torso", pos_offset=(0.0, 0.0, 0.05))
+            >>> o.update_period, o.noise_density[3:6], o.random_walk_density[:3]
+            (0.005, (0.00016968, 0.00016968, 0.00016968), (0.003, 0.003, 0.003))
+            >>> o.to_kalibr(rostopic="/imu0") == euroc
+            True
+        """
+        table, where = _kalibr_table(source)
+        read = (*KALIBR_KEYS, "update_rate")
+        unknown = [k for k in table if k not in read and k not in KALIBR_IGNORED]
+        if unknown:
+            raise ValueError(
+                f"IMUOptions.from_kalibr: {where} has the key {unknown[0]!r}, which is not part of a Kalibr "
+                f"IMU noise model (it reads {list(read)} and ignores "
+                f"{list(KALIBR_IGNORED)}). Fix: correct its spelling or remove it."
+            )
+        missing = [k for k in read if k not in table]
+        if missing:
+            raise ValueError(
+                f"IMUOptions.from_kalibr: {where} has no {missing[0]!r}"
+                + (f" (also missing: {missing[1:]})" if len(missing) > 1 else "")
+                + f". Fix: add it; a Kalibr imu.yaml gives all of {list(read)}."
+            )
+        derived: dict[str, float] = {}
+        source_of: dict[str, str] = {}
+        for key, (f, kind) in KALIBR_KEYS.items():
+            derived[f"{f}_{kind}"] = _kalibr_number(table[key], key, where, positive=False)
+            source_of[f"{f}_{kind}"] = key
+        rate = _kalibr_number(table["update_rate"], "update_rate", where, positive=True)
+        derived["update_period"] = 1.0 / rate
+        source_of["update_period"] = "update_rate"
+        if "body" not in kwargs:
+            raise TypeError(
+                "IMUOptions.from_kalibr: body is required (a Kalibr file does not say where the IMU is "
+                "mounted). Fix: pass body='torso' (and pos_offset/euler_offset for the mount)."
+            )
+        for name, value in derived.items():
+            if name in kwargs and not _same_value(kwargs[name], value):
+                key = source_of[name]
+                raise ValueError(
+                    f"IMUOptions.from_kalibr: the keyword {name}={kwargs[name]!r} contradicts {where}'s "
+                    f"{key}: {table[key]!r} (which gives {name}={value!r}). Fix: drop {name} from the "
+                    "keywords, or edit the file."
+                )
+        for kind in ("noise_density", "random_walk_density"):  # the 9-component spelling
+            if kind not in kwargs:
+                continue
+            for i, f in enumerate(FIELDS[:2]):
+                part = _field_part(_as_components(kwargs[kind]), i)
+                if any(not _same_value(v, derived[f"{f}_{kind}"]) for v in part):
+                    raise ValueError(
+                        f"IMUOptions.from_kalibr: the keyword {kind}={kwargs[kind]!r} sets the {f} "
+                        f"components, which {where} gives ({source_of[f'{f}_{kind}']}: "
+                        f"{table[source_of[f'{f}_{kind}']]!r}). Fix: set only mag_{kind} (the "
+                        "magnetometer, which Kalibr does not describe)."
+                    )
+        return cls(**{**kwargs, **derived})
+
+    def to_kalibr(self, path: str | os.PathLike | None = None, *, rostopic: str | None = None) -> dict:
+        """The Kalibr ``imu.yaml`` mapping of these options (the keys :meth:`from_kalibr` reads), written to
+        ``path`` as YAML too when given (needs PyYAML). ``rostopic`` adds that key (Kalibr needs it to
+        find the IMU's messages; it is not part of the noise model).
+
+        Kalibr has one value per sensor: each of ``acc_``/``gyro_noise_density`` and
+        ``acc_``/``gyro_random_walk_density`` must be one number for its three axes (a per-axis value or a
+        distribution is a ``ValueError``), ``update_period`` a positive number (``update_rate = 1 /
+        update_period``, written as the shortest decimal whose reciprocal is ``update_period``, so a file
+        read by :meth:`from_kalibr` is written back exactly), and the per-step ``acc_``/``gyro_noise`` and
+        ``_random_walk`` zero (a Kalibr file holds densities only: a per-step value would be lost).
+
+        Example: see :meth:`from_kalibr`.
+        """
+        period = self.update_period
+        if isinstance(period, Distribution) or not period > 0:
+            raise option_error(
+                "IMUOptions", "update_period", period,
+                "a Kalibr file gives update_rate = 1 / update_period, which needs one positive period",
+                "pass the IMU's own sample period, e.g. update_period=0.005 for 200 Hz",
+            )  # fmt: skip
+        out: dict[str, Any] = {}
+        for key, (f, kind) in KALIBR_KEYS.items():
+            i = FIELDS.index(f)
+            per_step = kind.removesuffix("_density")
+            steps = _field_part(_as_components(getattr(self, per_step)), i)
+            if any(_can_be_nonzero(v) for v in steps):
+                raise option_error(
+                    "IMUOptions", f"{f}_{per_step}", tuple(steps),
+                    "a Kalibr file holds densities only, and this per-step value would be lost",
+                    f"give {f}_{kind} instead (a per-step std s at sample period T_s is the density "
+                    "s * sqrt(T_s))",
+                )  # fmt: skip
+            values = _field_part(_as_components(getattr(self, kind)), i)
+            first = values[0] if values else None
+            if (
+                len(values) != 3
+                or any(isinstance(v, Distribution) for v in values)
+                or any(as_real(v) != as_real(first) for v in values)
+            ):
+                raise option_error(
+                    "IMUOptions", f"{f}_{kind}", tuple(values),
+                    "Kalibr has one value per sensor: no per-axis value and no distribution",
+                    f"give {f}_{kind} one number for the three axes",
+                )  # fmt: skip
+            out[key] = float(first)
+        out["update_rate"] = _rate_of(float(period))
+        if rostopic is not None:
+            out["rostopic"] = rostopic
+        if path is not None:
+            with open(path, "w") as f:
+                _yaml().safe_dump(out, f, sort_keys=False)
+        return out
+
+
+#: Kalibr imu.yaml key -> (field, component option) it sets
+KALIBR_KEYS = {
+    "accelerometer_noise_density": ("acc", "noise_density"),
+    "accelerometer_random_walk": ("acc", "random_walk_density"),
+    "gyroscope_noise_density": ("gyro", "noise_density"),
+    "gyroscope_random_walk": ("gyro", "random_walk_density"),
+}
+#: Kalibr keys about other things than noise: read past
+KALIBR_IGNORED = ("rostopic", "time_offset")
+
+
+def _yaml() -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise ImportError(
+            "IMUOptions.from_kalibr/to_kalibr read and write YAML files with PyYAML, which is not "
+            "installed. Fix: pip install pyyaml"
+        ) from None
+    return yaml
+
+
+def _kalibr_table(source: Any) -> tuple[Mapping[str, Any], str]:
+    """``(the mapping, how to name it in a message)`` of a Kalibr file given as a path or a mapping."""
+    if isinstance(source, Mapping):
+        return source, "the Kalibr mapping"
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(
+            f"IMUOptions.from_kalibr(source={source!r}): expected the path of a Kalibr imu.yaml or its "
+            "parsed mapping. Fix: pass e.g. from_kalibr('imu.yaml', body='torso')."
+        )
+    with open(source) as f:
+        table = _yaml().safe_load(f)
+    if not isinstance(table, Mapping):
+        raise ValueError(
+            f"IMUOptions.from_kalibr: {os.fspath(source)!r} holds {type(table).__name__}, not a mapping of "
+            "keys to values. Fix: pass a Kalibr imu.yaml (accelerometer_noise_density: ..., ...)."
+        )
+    return table, repr(os.fspath(source))
+
+
+def _kalibr_number(value: Any, key: str, where: str, *, positive: bool) -> float:
+    """A Kalibr value as a float: a number, or a string of one (PyYAML reads ``2e-3``, without a dot, as a
+    string: YAML 1.1 rules)."""
+    x = as_real(value)
+    if x is None and isinstance(value, str):
+        try:
+            x = float(value)
+        except ValueError:
+            x = None
+    if x is None or not math.isfinite(x) or x < 0 or (positive and x == 0):
+        need = "a number > 0" if positive else "a finite number >= 0"
+        raise ValueError(
+            f"IMUOptions.from_kalibr: {where} has {key}: {value!r}, expected {need}. Fix: correct {key}."
+        )
+    return x
+
+
+def _as_components(value: Any) -> Any:
+    """A component option as the IMU option functions see it (lists and arrays as tuples)."""
+    return tuple(np.asarray(value, dtype=object).ravel()) if isinstance(value, (list, np.ndarray)) else value
+
+
+def _same_value(value: Any, expected: float) -> bool:
+    """Whether a keyword ``value`` (a number or per-component numbers) says ``expected`` (up to rounding)."""
+    for v in _as_components(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,):
+        x = as_real(v)
+        if x is None or not math.isclose(x, expected, rel_tol=1e-12, abs_tol=0.0):
+            return False
+    return True
+
+
+def _rate_of(period: float) -> float:
+    """``1 / period`` as the shortest decimal whose reciprocal is ``period`` (``1 / (1 / 49.0)`` is
+    ``49.00000000000001``; this gives ``49.0``)."""
+    rate = 1.0 / period
+    for digits in range(1, 18):
+        candidate = float(f"{rate:.{digits}g}")
+        if 1.0 / candidate == period:
+            return candidate
+    return rate
 
 
 class _NativeIMU:

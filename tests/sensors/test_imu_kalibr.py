@@ -1,0 +1,231 @@
+"""``IMUOptions.from_kalibr`` / ``to_kalibr`` on EuRoC's real ADIS16448 file: the keys it maps, the exact
+round trip, and every refusal (unknown, missing or bad keys, contradicting keywords, what Kalibr cannot
+hold)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+import torch
+import yaml
+
+import sensorgym as sg
+
+# EuRoC MAV dataset, imu.yaml in Kalibr's format (ADIS16448), as distributed
+EUROC = """\
+#Accelerometers
+accelerometer_noise_density: 2.0000e-3   #Noise density (continuous-time)
+accelerometer_random_walk:   3.0000e-3   #Bias random walk
+
+#Gyroscopes
+gyroscope_noise_density:     1.6968e-04   #Noise density (continuous-time)
+gyroscope_random_walk:       1.9393e-05   #Bias random walk
+
+rostopic:                    /imu0      #the IMU ROS topic
+update_rate:                 200.0      #Hz (for discretization of the values above)
+"""
+NOISE_KEYS = {
+    "accelerometer_noise_density": 2.0e-3,
+    "accelerometer_random_walk": 3.0e-3,
+    "gyroscope_noise_density": 1.6968e-4,
+    "gyroscope_random_walk": 1.9393e-5,
+    "update_rate": 200.0,
+}
+
+
+@pytest.fixture
+def euroc(tmp_path):
+    path = tmp_path / "imu.yaml"
+    path.write_text(EUROC)
+    return path
+
+
+def test_euroc_file_becomes_per_field_densities_and_the_sample_period(euroc):
+    o = sg.IMUOptions.from_kalibr(euroc, body="torso")
+    assert o.noise_density == (2.0e-3,) * 3 + (1.6968e-4,) * 3 + (0.0,) * 3
+    assert o.random_walk_density == (3.0e-3,) * 3 + (1.9393e-5,) * 3 + (0.0,) * 3
+    assert o.acc_noise_density == 2.0e-3 and o.gyro_random_walk_density == 1.9393e-5
+    assert o.update_period == 1.0 / 200.0 == 0.005
+    assert o.noise == 0.0 and o.random_walk == 0.0  # densities, not per-step values
+    assert sg.IMUOptions.from_kalibr(str(euroc), body="torso") == o  # a str path too
+    assert sg.IMUOptions.from_kalibr(yaml.safe_load(EUROC), body="torso") == o  # the parsed mapping
+
+
+def test_round_trip_is_exact(euroc, tmp_path):
+    o = sg.IMUOptions.from_kalibr(euroc, body="torso")
+    assert o.to_kalibr() == NOISE_KEYS
+    assert all(type(v) is float for v in o.to_kalibr().values())
+    assert o.to_kalibr(rostopic="/imu0") == yaml.safe_load(EUROC)
+    out = tmp_path / "written.yaml"
+    assert o.to_kalibr(out, rostopic="/imu0") == yaml.safe_load(out.read_text()) == yaml.safe_load(EUROC)
+    assert sg.IMUOptions.from_kalibr(out, body="torso") == o
+
+
+@pytest.mark.parametrize("rate", [200.0, 49.0, 30.0, 100.0, 333.0, 400.0, 1000.0, 123.456, 2000.0 / 3.0])
+def test_the_rate_comes_back_exactly(rate):
+    # 1 / (1 / 49.0) is 49.00000000000001: the rate written is the shortest decimal of the same period
+    table = {**NOISE_KEYS, "update_rate": rate}
+    o = sg.IMUOptions.from_kalibr(table, body="b")
+    assert o.to_kalibr()["update_rate"] == rate
+    assert sg.IMUOptions.from_kalibr(o.to_kalibr(), body="b") == o
+
+
+def test_keywords_set_the_rest(euroc):
+    o = sg.IMUOptions.from_kalibr(
+        euroc,
+        body="torso",
+        pos_offset=(0.0, 0.0, 0.05),
+        mag_noise_density=1e-3,
+        gyro_bias=0.01,
+        delay=0.02,
+        gyro_noise_density=1.6968e-4,  # the file's own value: no contradiction
+        update_period=0.005,
+    )
+    assert o.pos_offset == (0.0, 0.0, 0.05) and o.delay == 0.02 and o.bias[3:6] == (0.01,) * 3
+    assert o.noise_density[6:] == (1e-3,) * 3 and o.noise_density[3:6] == (1.6968e-4,) * 3
+    assert o.to_kalibr() == NOISE_KEYS  # the magnetometer is not Kalibr's
+
+
+def test_rostopic_and_time_offset_are_ignored_and_strings_of_numbers_read():
+    table = {**NOISE_KEYS, "rostopic": "/imu0", "time_offset": 0.003}
+    assert sg.IMUOptions.from_kalibr(table, body="b").to_kalibr() == NOISE_KEYS
+    # PyYAML (YAML 1.1) reads 2e-3 without a dot as a string
+    loaded = yaml.safe_load(EUROC.replace("2.0000e-3", "2e-3"))
+    assert loaded["accelerometer_noise_density"] == "2e-3"
+    assert sg.IMUOptions.from_kalibr(loaded, body="b").acc_noise_density == 2e-3
+
+
+def test_the_densities_reach_the_per_env_tables(euroc):
+    mgr = sg.SensorManager(num_envs=2, dt=0.02, seed=0)
+    imu = mgr.add_sensor(sg.IMUOptions.from_kalibr(euroc, body="torso"), name="imu")
+    mgr.reset({imu.state_key: torch.zeros(2, 9)})
+    params = mgr.metadata(sg.IMUSensor).params
+    expect = torch.tensor([2.0e-3] * 3 + [1.6968e-4] * 3 + [0.0] * 3, dtype=params.noise_density.dtype)
+    assert torch.equal(params.noise_density, expect.expand(2, 9))
+    expect = torch.tensor([3.0e-3] * 3 + [1.9393e-5] * 3 + [0.0] * 3, dtype=params.random_walk_density.dtype)
+    assert torch.equal(params.random_walk_density, expect.expand(2, 9))
+
+
+def refused(match: str, source=None, error=ValueError, **kwargs) -> str:
+    with pytest.raises(error) as info:
+        sg.IMUOptions.from_kalibr(NOISE_KEYS if source is None else source, **{"body": "b", **kwargs})
+    assert info.match(match), str(info.value)
+    assert "Fix: " in str(info.value)
+    return str(info.value)
+
+
+def test_an_unknown_key_is_named():
+    refused(r"has the key 'gyroscope_noise_densty', which is not part of a Kalibr IMU noise model",
+            {**NOISE_KEYS, "gyroscope_noise_densty": 1e-4})  # fmt: skip
+    refused(r"has the key 'T_i_b'", {**NOISE_KEYS, "T_i_b": [[1, 0], [0, 1]]})
+
+
+@pytest.mark.parametrize("key", list(NOISE_KEYS))
+def test_a_missing_key_is_named(key):
+    table = {k: v for k, v in NOISE_KEYS.items() if k != key}
+    refused(rf"the Kalibr mapping has no '{key}'\. Fix: add it", table)
+
+
+def test_missing_keys_of_a_file_name_the_file(tmp_path):
+    path = tmp_path / "imu.yaml"
+    path.write_text("rostopic: /imu0\nupdate_rate: 200.0\n")
+    m = refused(r"imu\.yaml' has no 'accelerometer_noise_density' \(also missing: \[", path)
+    assert "gyroscope_random_walk" in m
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("gyroscope_noise_density", -1e-4),
+        ("accelerometer_random_walk", "three"),
+        ("accelerometer_noise_density", math.nan),
+        ("gyroscope_random_walk", None),
+        ("update_rate", 0.0),
+        ("update_rate", True),
+    ],
+)
+def test_a_bad_value_is_named(key, value):
+    refused(rf"has {key}: {value!r}, expected .*Fix: correct {key}", {**NOISE_KEYS, key: value})
+
+
+CONTRADICTIONS = [
+    ({"gyro_noise_density": 1e-3},
+     r"the keyword gyro_noise_density=0\.001 contradicts the Kalibr mapping's gyroscope_noise_density: "
+     r"0\.00016968"),
+    ({"acc_random_walk_density": (3e-3, 3e-3, 0.0)},
+     r"acc_random_walk_density=\(0\.003, 0\.003, 0\.0\) contradicts .* accelerometer_random_walk"),
+    ({"update_period": 0.01},
+     r"update_period=0\.01 contradicts .*update_rate: 200\.0 \(which gives update_period=0\.005\)"),
+    ({"update_period": sg.Uniform(0.004, 0.006)}, r"update_period=Uniform.* contradicts"),
+    ({"noise_density": 1e-3},
+     r"noise_density=0\.001 sets the acc components, which the Kalibr mapping gives .*Fix: set only "
+     r"mag_noise_density"),
+    ({"random_walk_density": [3e-3] * 3 + [1.9393e-5] * 3 + [1.0] * 3}, None),  # agrees: accepted
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kwargs", "match"), CONTRADICTIONS)
+def test_a_keyword_that_contradicts_the_file_is_named(kwargs, match):
+    if match is None:
+        o = sg.IMUOptions.from_kalibr(NOISE_KEYS, body="b", **kwargs)
+        assert o.random_walk_density[6:] == (1.0,) * 3
+        return
+    refused(match, **kwargs)
+
+
+def test_a_per_step_keyword_on_a_kalibr_field_is_refused_by_its_exclusivity():
+    refused(r"IMUOptions\.acc_noise_density=0\.002 is invalid: acc_noise=0\.05 and acc_noise_density are",
+            acc_noise=0.05)  # fmt: skip
+    refused(r"random_walk=0\.001 and acc_random_walk_density", random_walk=1e-3)
+    refused(r"random_walk=\[0\.0, 0\.0, 0\.0, 0\.001, .*\] and gyro_random_walk_density .*gyro axis x",
+            random_walk=[0.0] * 3 + [1e-3] * 6)  # fmt: skip
+
+
+def test_bad_sources_and_a_missing_body():
+    with pytest.raises(TypeError, match=r"from_kalibr: body is required.*Fix: pass body="):
+        sg.IMUOptions.from_kalibr(NOISE_KEYS)
+    with pytest.raises(TypeError, match=r"from_kalibr\(source=42\): expected the path .*Fix: "):
+        sg.IMUOptions.from_kalibr(42, body="b")
+
+
+def test_a_file_that_is_not_a_mapping(tmp_path):
+    path = tmp_path / "imu.yaml"
+    path.write_text("- 1\n- 2\n")
+    refused(r"holds list, not a mapping", path)
+
+
+NOT_KALIBR = [
+    ({"gyro_noise_density": (1e-4, 2e-4, 1e-4)},
+     r"IMUOptions\.gyro_noise_density=\(0\.0001, 0\.0002, 0\.0001\) is invalid: Kalibr has one value per "
+     r"sensor"),
+    ({"acc_random_walk_density": sg.Uniform(1e-3, 2e-3)}, r"IMUOptions\.acc_random_walk_density=\(Uniform"),
+    ({"update_period": 0.0}, r"IMUOptions\.update_period=0\.0 is invalid: .*one positive period"),
+    ({"update_period": sg.Uniform(0.004, 0.006)}, r"IMUOptions\.update_period=Uniform"),
+    ({"gyro_noise": 0.01},
+     r"IMUOptions\.gyro_noise=\(0\.01, 0\.01, 0\.01\) is invalid: a Kalibr file holds densities only.*"
+     r"Fix: give gyro_noise_density instead"),
+    ({"random_walk": [0.0] * 8 + [1e-3]}, None),  # the magnetometer's: nothing Kalibr would lose
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kwargs", "match"), NOT_KALIBR)
+def test_to_kalibr_refuses_what_kalibr_cannot_hold(kwargs, match):
+    o = sg.IMUOptions(body="b", **{"update_period": 0.005, **kwargs})
+    if match is None:
+        o.to_kalibr()
+        return
+    with pytest.raises(ValueError, match=match) as info:
+        o.to_kalibr()
+    assert "Fix: " in str(info.value)
+
+
+def test_without_pyyaml_a_path_names_the_package_and_a_mapping_still_works(monkeypatch, euroc):
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml now raises ImportError
+    with pytest.raises(ImportError, match=r"PyYAML, which is not installed\. Fix: pip install pyyaml$"):
+        sg.IMUOptions.from_kalibr(euroc, body="torso")
+    o = sg.IMUOptions.from_kalibr(NOISE_KEYS, body="torso")
+    assert o.to_kalibr() == NOISE_KEYS
+    with pytest.raises(ImportError, match=r"pip install pyyaml"):
+        o.to_kalibr(euroc.parent / "out.yaml")
