@@ -48,7 +48,15 @@ if TYPE_CHECKING:
     from .metadata import CaptureContext
     from .parameters import ParameterTable
 
-__all__ = ["DelayLine", "check_ring_memory", "read_delayed", "ring_memory_error"]
+__all__ = [
+    "DelayLine",
+    "check_ring_memory",
+    "delay_line_bytes",
+    "device_memory",
+    "human_bytes",
+    "read_delayed",
+    "ring_memory_error",
+]
 
 _FAR = 1 << 40  # "no previous read": larger than any shift
 
@@ -85,8 +93,10 @@ class DelayLine:
         self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float32, device=device)  # (scale u, offset u)
         self._jitter_u = self.jitter_draw.unbind(0)
         self._jitter_steps = torch.zeros(b, n, dtype=torch.float32, device=device)
-        ages = torch.arange(depth, device=device)
-        table = (ages[:, None] - ages[None, :]).remainder(depth)  # [t % R, shift] -> slot
+        # slot of the snapshot `shift` steps back at clock phase p: (p - shift) % R, looked up in one
+        # reversed cycle of 2R slots (its view from R - 1 - p is that phase's table: 2R entries in all, not
+        # an R x R table, which at 20,000 steps of delay would take 3.2 GB)
+        table = torch.arange(2 * depth - 1, -1, -1, device=device).remainder_(depth)
         self._equal_widths = len(set(widths)) == 1
         if self._equal_widths:
             # the ring read as (R * B * n) rows of w values: one index_select of whole rows (about 2x
@@ -105,7 +115,9 @@ class DelayLine:
             self._gather_index = self._slot_index.unsqueeze(0)
             self._source = self.ring.buffer
             self._target = cache.unsqueeze(0)
-        self._slot_of_shift = table.unbind(0)  # one view per clock phase, made once
+        self._slot_table = table
+        # one view per clock phase, made once
+        self._slot_of_shift = tuple(table[depth - 1 - p : 2 * depth - 1 - p] for p in range(depth))
         self._torch = self._arrays(lambda t: t, self._one)
         self._numpy: _Arrays | None = None
 
@@ -241,8 +253,8 @@ def check_ring_memory(
     max_shift = max(shifts)
     if not max_shift:
         return
-    need = (max_shift + 1) * num_envs * cols * dtype.itemsize
-    limit = _device_memory(device)
+    need = delay_line_bytes(max_shift + 1, num_envs, cols, dtype)
+    limit = device_memory(device)
     if limit is not None and need > limit:
         raise ring_memory_error(sensors, shifts, num_envs, cols, dtype, device, dt, limit)
 
@@ -258,7 +270,7 @@ def ring_memory_error(
     limit: int | None,
 ) -> ValueError:
     depth = max(shifts) + 1
-    need = depth * num_envs * cols * dtype.itemsize
+    need = delay_line_bytes(depth, num_envs, cols, dtype)
     j = max(range(len(sensors)), key=shifts.__getitem__)
     o = sensors[j].options
     name, value = "delay", o.delay
@@ -266,16 +278,28 @@ def ring_memory_error(
         name, value = "max_delay", o.max_delay
     elif bounds_of(o.jitter)[1] > bounds_of(o.delay)[1] / 2:
         name, value = "jitter", o.jitter
-    available = "the memory available" if limit is None else f"the {_human(limit)} of memory"
+    available = "the memory available" if limit is None else f"the {human_bytes(limit)} of memory"
     return ValueError(
         f"sensor {sensors[j].name!r}: {name}={value!r} at dt={dt:g} s needs a delay ring of {depth:,} "
-        f"steps: about {_human(need)} ({need:,} bytes for {num_envs} envs x {cols} columns of "
-        f"{dtype}), more than {available} on {device}. Fix: give the {name} in seconds (e.g. "
+        f"steps: about {human_bytes(need)} ({need:,} bytes: {num_envs} envs x {cols} columns of {dtype} per "
+        f"step, and {PER_SLOT_BYTES} bytes of slot table per step), more than {available} on {device}. "
+        f"Fix: give the {name} in seconds (e.g. "
         f"{name}=0.04), not in steps or milliseconds, or lower it."
     )
 
 
-def _human(n: float) -> str:
+#: bytes per ring slot a delay line holds besides the ring: its slot table (2 int64 entries) and one view
+#: of it per clock phase (a tensor object, and a numpy array on the numpy executor)
+PER_SLOT_BYTES = 2 * 8 + 512
+
+
+def delay_line_bytes(depth: int, num_envs: int, cols: int, dtype: torch.dtype) -> int:
+    """What a :class:`DelayLine` of ``depth`` slots of ``(num_envs, cols)`` ``dtype`` values allocates."""
+    return depth * (num_envs * cols * dtype.itemsize + PER_SLOT_BYTES)
+
+
+def human_bytes(n: float) -> str:
+    """``n`` bytes in binary units, e.g. ``'3.0 GiB'``."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if n < 1024 or unit == "PiB":
             return f"{n:,.1f} {unit}"
@@ -283,7 +307,7 @@ def _human(n: float) -> str:
     return f"{n:,.1f} EiB"
 
 
-def _device_memory(device: torch.device) -> int | None:
+def device_memory(device: torch.device) -> int | None:
     """Total memory of ``device`` in bytes (None when unknown)."""
     try:
         if device.type == "cuda":

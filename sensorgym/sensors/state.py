@@ -144,6 +144,16 @@ def _merged_selection(md: Any, cols: slice, sensors: list, x: Any) -> Any:
     return x[:, sel] if isinstance(sel, slice) or device is None else x.index_select(1, sel)
 
 
+def _as_tensor(x: np.ndarray, raw: torch.Tensor) -> torch.Tensor:
+    """A numpy entry as a tensor; a dtype torch has no counterpart for (``np.longdouble``, i.e. float128) is
+    cast by numpy into the raw buffer's dtype first: the very cast the numpy executor's assignment makes,
+    so both executors keep the same bits."""
+    try:
+        return torch.as_tensor(x)
+    except TypeError:
+        return torch.from_numpy(x.astype(torch.empty(0, dtype=raw.dtype).numpy().dtype))
+
+
 class StateSensor(SimpleSensor):
     """Reads ``state[key]`` as a sensor; float32.
 
@@ -258,7 +268,7 @@ class StateSensor(SimpleSensor):
                 if numpy_route:
                     x = np.asarray(src)
                 else:
-                    x = src if torch.is_tensor(src) else torch.as_tensor(np.asarray(src))
+                    x = src if torch.is_tensor(src) else _as_tensor(np.asarray(src), raw)
                 entries[key] = x
             merged = _merged_selection(md, cols, sensors, x)
             if merged is not None:  # one source for every sensor of the run

@@ -45,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -54,6 +55,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
+from ..core.delay_line import delay_line_bytes, device_memory, human_bytes
 from ..core.options import bounds_of, check_seconds, option_error
 from ..core.parameters import delay_steps, jitter_extra_steps
 from ..core.randomization import Distribution
@@ -185,6 +187,9 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                 f"lower jitter to at most {delay_max:g} or raise delay",
             )
         self.dt = infer_dt(env, dt)
+        self.device = torch.device(getattr(env.unwrapped, "device", None) or "cpu")
+        self.action_shape = tuple(space.shape)
+        self._np_dtype = np.dtype(space.dtype)
         if not isinstance(self.delay, Distribution):
             steps = self.delay / self.dt
             if abs(steps - round(steps)) > 1e-6:
@@ -200,9 +205,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             min(jitter_max, delay_max), self.dt
         )
         self.has_jitter = jitter_max > 0
-        self.device = torch.device(getattr(env.unwrapped, "device", None) or "cpu")
-        self.action_shape = tuple(space.shape)
-        self._np_dtype = np.dtype(space.dtype)
+        self._check_memory(delay, jitter, jitter_max > delay_max / 2)
         self._dtype = torch.from_numpy(np.zeros(0, self._np_dtype)).dtype
         self.initial_action = self._check_initial(initial_action, space)
         seed = _check_seed(seed, "seed")
@@ -245,6 +248,25 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._k = torch.arange(self.max_shift, device=device)
 
     # -- validation ------------------------------------------------------------------------------------
+    def _check_memory(self, delay: Any, jitter: Any, by_jitter: bool) -> None:
+        """Refuse, before allocating, an action queue larger than the device's memory (a delay given in
+        steps or milliseconds), naming the option instead of ending in an allocator error."""
+        width = self.num_envs * math.prod(self.action_shape) * self._np_dtype.itemsize
+        depth = self.max_shift + 1
+        need = delay_line_bytes(depth, 1, width, torch.uint8)
+        limit = device_memory(self.device)
+        if limit is None or need <= limit:
+            return
+        name, value = ("jitter", jitter) if by_jitter else ("delay", delay)
+        raise option_error(
+            "ActionLatency",
+            name,
+            value,
+            f"at dt={self.dt:g} s it needs an action queue of {depth:,} steps: about {human_bytes(need)} "
+            f"({need:,} bytes), more than the {human_bytes(limit)} of memory on {self.device}",
+            f"give the {name} in seconds (e.g. {name}=0.04), not in steps or milliseconds, or lower it",
+        )
+
     def _check_initial(self, value: Any, space: gym.Space) -> str | np.ndarray:
         if isinstance(value, str):
             if value not in ("zero", "first"):
