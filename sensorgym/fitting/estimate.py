@@ -10,8 +10,9 @@ iteratively reweighted least squares (the same likelihood), over a grid of ``f_c
 cell is polished by ``scipy.optimize.minimize`` over all parameters.
 
 Which terms the log shows is a choice between the eight models with or without a filter, a random walk
-and a Gauss-Markov bias (white noise is always there): the smallest ``D / phi + k log n`` (deviance ``D``
-scaled by the over-dispersion ``phi`` of the fullest model, ``k`` parameters, ``n`` points; BIC). A term
+and a Gauss-Markov bias (white noise is always there): the smallest ``D / phi + 2 k`` (deviance ``D``
+scaled by the over-dispersion ``phi`` of the fullest model, ``k`` parameters; Akaike's criterion: on 30
+white-noise logs it never added a term, and the rules below drop terms the log cannot pin down). A term
 left out is "not identifiable from this log", with the largest value the log allows where one can be
 said. Each estimate's relative error is taken as at least ``_MODEL_ERROR`` (1%): the closed form is no
 more exact than that (rounding as white noise, lost samples breaking the filter's correlation), and the
@@ -58,6 +59,7 @@ _GRID = 20
 _MAX_RELATIVE_SE = 0.5
 _CORRELATION_INFLATION = 2.0  # half-octave neighbours share data: count each octave's information once
 _MIN_POINTS = 3
+_PENALTY = 2.0  # per parameter: Akaike's; the uncertainty and octave rules below guard against overfitting
 _MODEL_ERROR = 0.01  # relative error of the closed form, as a floor on each estimate's own error
 
 
@@ -257,7 +259,7 @@ def fit_allan(allan: Allan, sample_interval: float, resolution: float = 0.0) -> 
     k_of = {s: 1 + s[0] + s[1] + 2 * s[2] for s in structures}
     pearson = float(np.sum(nu / 2.0 * (a / allan_variance(fits[full][0], m, ts) - 1.0) ** 2))
     dispersion = max(1.0, pearson / max(len(m) - k_of[full], 1))
-    score = {s: fits[s][1] / dispersion + k_of[s] * math.log(len(m)) for s in structures}
+    score = {s: fits[s][1] / dispersion + _PENALTY * k_of[s] for s in structures}
     allowed = list(structures)
     while True:
         chosen = min(allowed, key=lambda s: (score[s], k_of[s]))

@@ -159,6 +159,9 @@ def _sim_lines(result: FitResult) -> list[str]:
         burst = f"{timing.burst:.3g}" if timing.burst is not None else "–"
         log_burst = f"{log_t.burst:.3g}" if log_t.burst is not None else "–"
         runs = f" ({sim.segments[name]} runs of a part of the log each)" if sim.segments[name] > 1 else ""
+        if sim.timing_run.get(name):
+            envs, steps = sim.timing_run[name]
+            runs += f" without its losses; their timing from {envs} envs x {steps:,} steps with every option"
         lines.append(
             f"- `{name}`: {sim.envs[name]} envs x {sim.steps[name]:,} steps of {log_t.sample_interval:.4g} s"
             f"{runs}; loss fraction {timing.dropout:.4g} (log {log_t.dropout:.4g}), mean burst {burst} "
