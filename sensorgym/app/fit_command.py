@@ -137,8 +137,10 @@ def _summary(result: Any) -> list[str]:
             found.append(f"resolution {fmt_value(*f.resolution)}")
         if f.delay is not None and f.delay.delay is not None:
             found.append(f"delay {fmt_value(f.delay.delay, f.delay.se)} s")
+        table, _, field = f.name.partition(".")
+        where = f"[sensors.{table}] {field}_*" if field else f"[sensors.{table}]"
         lines.append(
-            f"{f.channel.name} -> [sensors.{f.name}]: T_s {t.sample_interval:.6g} s, dropout {t.dropout:.3g}"
+            f"{f.channel.name} -> {where}: T_s {t.sample_interval:.6g} s, dropout {t.dropout:.3g}"
             + (f" (bursts of {t.burst:.3g})" if t.burst is not None else "")
             + f"; static {f.window[0]:.4g}-{f.window[1]:.4g} s; "
             + ("; ".join(found) if found else "no noise term identifiable")
