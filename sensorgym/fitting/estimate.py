@@ -18,9 +18,10 @@ said. Each estimate's relative error is taken as at least ``_MODEL_ERROR`` (1%):
 more exact than that (rounding as white noise, lost samples breaking the filter's correlation), and the
 shortest ``tau`` of a long log would otherwise weigh as if it were. Uncertainties are the inverse Fisher
 information, scaled by ``phi`` and by 2 because neighbouring half-octave estimates share most of their
-data (a check over seeds: the spread of the estimates matches them). A drift term whose relative
-uncertainty exceeds 50%, or that shapes the deviation over less than an octave of ``tau``, is dropped and
-the rest refitted without it: it is not identifiable from this log.
+data (a check over seeds: the spread of the estimates matches them). A term whose relative
+uncertainty exceeds 50%, a drift that shapes the deviation over less than an octave of ``tau``, or a
+bandwidth or correlation time pinned at the end of its range (``1 / T_s``; ``5 T_s`` to two thirds of the
+longest ``tau``) is dropped and the rest refitted without it: it is not identifiable from this log.
 
 Example:
     >>> import numpy as np
@@ -248,7 +249,7 @@ def fit_allan(allan: Allan, sample_interval: float, resolution: float = 0.0) -> 
         )
     ts = sample_interval
     tau_max = m.max() * ts
-    fc_grid = np.geomspace(0.002, 0.5, _GRID) / ts
+    fc_grid = np.geomspace(0.002, 1.0, _GRID) / ts  # a = 0.975 .. 0.002 (past Nyquist: next to no filter)
     tc_lo, tc_hi = 5 * ts, tau_max / 1.5
     tc_grid = np.geomspace(tc_lo, tc_hi, _GRID) if tc_hi > 2 * tc_lo else None
     structures = [s for s in itertools.product([False, True], repeat=3) if not (s[2] and tc_grid is None)]
@@ -269,6 +270,11 @@ def fit_allan(allan: Allan, sample_interval: float, resolution: float = 0.0) -> 
         weak = _weak_terms(chosen, se_log)
         if weak is None:
             weak = _narrow_drift(params, chosen, m, ts)
+        if weak is None:  # a value pinned at the end of its range is a bound, not an estimate
+            if chosen[0] and params.bandwidth >= 0.95 * fc_grid[-1]:
+                weak = 0
+            elif chosen[2] and not (1.05 * tc_grid[0] <= params.bias_correlation_time <= 0.95 * tc_grid[-1]):
+                weak = 2
         if weak is None:
             break
         # a term the log barely constrains is dropped, and the others refitted without it
