@@ -271,6 +271,7 @@ def ring_memory_error(
 ) -> ValueError:
     depth = max(shifts) + 1
     need = delay_line_bytes(depth, num_envs, cols, dtype)
+    ring = depth * num_envs * cols * dtype.itemsize
     j = max(range(len(sensors)), key=shifts.__getitem__)
     o = sensors[j].options
     name, value = "delay", o.delay
@@ -281,8 +282,8 @@ def ring_memory_error(
     available = "the memory available" if limit is None else f"the {human_bytes(limit)} of memory"
     return ValueError(
         f"sensor {sensors[j].name!r}: {name}={value!r} at dt={dt:g} s needs a delay ring of {depth:,} "
-        f"steps: about {human_bytes(need)} ({need:,} bytes: {num_envs} envs x {cols} columns of {dtype} per "
-        f"step, and {PER_SLOT_BYTES} bytes of slot table per step), more than {available} on {device}. "
+        f"steps: about {human_bytes(need)} ({ring:,} bytes for {num_envs} envs x {cols} columns of {dtype} "
+        f"and {need - ring:,} bytes of slot table), more than {available} on {device}. "
         f"Fix: give the {name} in seconds (e.g. "
         f"{name}=0.04), not in steps or milliseconds, or lower it."
     )

@@ -40,11 +40,15 @@ def test_a_delay_beyond_the_memory_is_refused_with_the_size_it_needs():
     steps = 10**12
     mgr = sg.SensorManager(num_envs=1, dt=DT)
     mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,), delay=steps * DT), name="imu")
-    need = (steps + 1) * (4 + PER_SLOT_BYTES)  # one float32 column and the slot table, per step
-    with pytest.raises(
-        ValueError, match=rf"sensor 'imu': delay=.*{need:,} bytes.*Fix: give the delay in seconds"
-    ):
+    ring, table = (steps + 1) * 4, (steps + 1) * PER_SLOT_BYTES  # one float32 column; the slot table
+    with pytest.raises(ValueError, match=r"sensor 'imu': delay=.*Fix: give the delay in seconds") as err:
         mgr.reset({"x": torch.zeros(1, 1)})
+    message = str(err.value)
+    assert (
+        f"({ring:,} bytes for 1 envs x 1 columns of torch.float32 and {table:,} bytes of slot table)"
+        in message
+    )
+    assert "about 483.9 TiB" in message  # the sum of both
 
 
 @pytest.mark.parametrize("option", ["delay", "jitter"])
