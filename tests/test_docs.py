@@ -25,6 +25,7 @@ def python_blocks(path: Path) -> list[str]:
         "docs/integration.md",
         "docs/action_latency.md",
         "docs/error_model.md",
+        "docs/fit.md",
         "README.md",
     ],
 )
