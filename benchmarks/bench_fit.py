@@ -100,7 +100,7 @@ def main() -> int:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     if rc:
         return rc
-    print(f"\n| stage | wall (s) | CPU (s) |\n|---|---:|---:|")
+    print("\n| stage | wall (s) | CPU (s) |\n|---|---:|---:|")
     for label, (w, c) in stages.items():
         print(f"| {label} | {w:.1f} | {c:.1f} |")
     print(f"| **sensorgym fit, all** | **{wall:.1f}** | **{cpu:.1f}** |")
