@@ -4,8 +4,9 @@ MuJoCo raw read) are written once against ``md.xp``: on a real MuJoCo robot, ``S
 whole ``state_dict``, through autoresets and partial resets.
 
 The robot is Gymnasium's Ant-v5 (three envs, random actions), with the Ant reference set plus an IMU on
-a leg link whose centre of mass is off the body origin (mount offset, rotation, accelerometer coupling)
-and a contact-force sensor with saturation and deadband.
+a leg link whose centre of mass is off the body origin (mount offset, rotation, accelerometer coupling),
+an IMU whose mount and coupling are drawn per env at every reset, and a contact-force sensor with
+saturation and deadband.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def sensors() -> dict:
         delay=sg.Uniform(0.0, 0.1),
         jitter=0.05,
         history_length=2,
+    )
+    out["random_imu"] = sg.IMUOptions(  # its mount drawn per env at every reset (docs/frames.md)
+        body="aux_2",
+        pos_offset=(sg.Uniform(-0.05, 0.05), 0.02, sg.Normal(0.0, 0.02, low=-0.05, high=0.05)),
+        euler_offset=(sg.Normal(0.0, 3.0, low=-9.0, high=9.0), sg.Uniform(-5.0, 5.0), 15.0),
+        gyro_cross_axis_coupling=sg.Uniform(-0.02, 0.02),
+        gyro_noise=0.01,
     )
     out["torso_force"] = sg.ContactForceOptions(
         body="torso", max_force=20.0, min_force=0.5, noise=0.2, history_length=3

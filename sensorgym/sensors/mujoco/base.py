@@ -32,6 +32,7 @@ __all__ = [
     "ExtractedInSubEnvs",
     "MujocoSensor",
     "MujocoSensorOptions",
+    "body_angular_acceleration",
     "check_extracted",
     "mj_handles",
     "name_to_id",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 _MODELS: dict[int, tuple[weakref.ref, dict]] = {}
+# mujoco.mjtObj.mjOBJ_XBODY: the body *frame* (origin xpos, axes xmat). mjOBJ_BODY would be the inertial
+# frame (centre of mass xipos, principal axes ximat), which is not where a sensor is mounted.
+_OBJ_XBODY = 2
 _SENSOR_OFF = 1 << 13  # mujoco.mjtDisableBit.mjDSBL_SENSOR (checked in tests/sensors/test_native_path.py)
 #: attribute under which an options object caches its state key (see :func:`state_key`)
 _KEY_ATTR = "_sensorgym_state_key"
@@ -103,6 +107,31 @@ def sync_mjdata(env: Any) -> None:
         _mujoco.mj_forward(model, data)
     if not data.flg_rnepost:
         _mujoco.mj_rnePostConstraint(model, data)
+
+
+def body_angular_acceleration(model: Any, data: Any, body: int, scratch: np.ndarray) -> np.ndarray:
+    """Angular acceleration (rad/s^2) of ``body`` in its body frame (``xmat``): the first 3 entries of
+    ``scratch`` (a float64 ``(6,)`` array the caller keeps, filled by ``mj_objectAcceleration``), the same
+    at every point of the rigid body. Needs ``data.cacc`` current (:func:`sync_mjdata` runs
+    ``mj_rnePostConstraint``).
+
+    Example:
+        >>> import mujoco, numpy as np
+        >>> m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><body name="b"><joint name="j" '
+        ...     'type="hinge" axis="0 0 1"/><geom size=".1" mass="1"/></body></worldbody><actuator>'
+        ...     '<motor joint="j"/></actuator></mujoco>')
+        >>> d = mujoco.MjData(m); d.ctrl[0] = 0.5; mujoco.mj_forward(m, d); mujoco.mj_rnePostConstraint(m, d)
+        >>> alpha = body_angular_acceleration(m, d, 1, np.empty(6))   # torque / inertia about z
+        >>> bool(np.allclose(alpha, [0.0, 0.0, 0.5 / m.body_inertia[1, 2]]))
+        True
+    """
+    global _mujoco
+    if _mujoco is None:
+        import mujoco
+
+        _mujoco = mujoco
+    _mujoco.mj_objectAcceleration(model, data, _OBJ_XBODY, body, scratch, 1)
+    return scratch[:3]
 
 
 def check_extracted(

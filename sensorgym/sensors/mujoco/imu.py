@@ -29,22 +29,36 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
 
 from ...core.options import option_error
-from ...core.randomization import Distribution
+from ...core.randomization import Choice, Distribution, LogUniform, Normal, Uniform
 from ...core.values import as_real
-from .base import MujocoSensor, MujocoSensorOptions, cached, mj_handles, name_to_id, state_key
+from .base import (
+    _OBJ_XBODY,
+    MujocoSensor,
+    MujocoSensorOptions,
+    body_angular_acceleration,
+    cached,
+    mj_handles,
+    name_to_id,
+    state_key,
+)
 
-__all__ = ["IMUOptions", "IMUReading", "IMUSensor", "coupling_matrix", "euler_to_matrix"]
+__all__ = [
+    "IMUOptions",
+    "IMUReading",
+    "IMUSensor",
+    "coupling_matrix",
+    "coupling_parameters",
+    "euler_to_matrix",
+    "nominal_value",
+]
 
 FIELDS = ("acc", "gyro", "mag")
-# mujoco.mjtObj.mjOBJ_XBODY: the body *frame* (origin xpos, axes xmat). mjOBJ_BODY would be the inertial
-# frame (centre of mass xipos, principal axes ximat), which is not where an IMU is mounted.
-_OBJ_XBODY = 2
 #: the component options the IMU also takes per field (``acc_noise``, ``gyro_noise_density``, ...)
 IMPERFECTIONS = (
     "noise", "bias", "random_walk", "resolution", "noise_density", "random_walk_density", "bias_instability",
@@ -95,7 +109,10 @@ def coupling_matrix(value: Any, what: str) -> np.ndarray:
         return m
     if v.shape == (3, 3):
         return v.copy()
-    raise ValueError(f"{what}={value!r}: expected a scalar, 3 values (xy, xz, yz) or a 3x3 matrix.")
+    raise ValueError(
+        f"{what}={value!r} is invalid: expected a scalar, 3 values (xy, xz, yz) or a 3x3 matrix. Fix: pass "
+        "e.g. 0.01 (every pair), (0.01, 0.0, 0.02) or a 3x3 matrix."
+    )
 
 
 def _field_part(value: Any, i: int) -> tuple:
@@ -122,6 +139,117 @@ def _can_be_nonzero(v: Any) -> bool:
         return v.bounds != (0.0, 0.0)
     x = as_real(v)
     return x is not None and x != 0.0
+
+
+#: the options that place the IMU and its axes; each may hold distributions (resampled per env per reset)
+MOUNT_FIELDS = (
+    "pos_offset", "euler_offset", "acc_cross_axis_coupling", "gyro_cross_axis_coupling",
+    "mag_cross_axis_coupling",
+)  # fmt: skip
+
+
+def nominal_value(value: float | Distribution) -> float:
+    """The value a randomized mount option is centred on: the mean of the distribution as written, before
+    any clipping. ``Uniform(low, high)``: ``(low + high) / 2``; ``Normal(mean, std, low, high)``: ``mean``
+    (its clip bounds do not move it); ``Choice(values)``: the mean of ``values``; ``LogUniform(low,
+    high)``: ``(high - low) / ln(high / low)`` (``low`` when ``low == high``). A number is itself. The
+    ground truth of an IMU whose mount is randomized is measured at this nominal mount (docs/frames.md).
+
+    Example:
+        >>> import sensorgym as sg
+        >>> nominal_value(sg.Uniform(-2.0, 4.0)), nominal_value(sg.Normal(1.0, 2.0, low=0.0, high=9.0))
+        (1.0, 1.0)
+        >>> nominal_value(sg.Choice([0.0, 0.0, 3.0])), nominal_value(0.25)
+        (1.0, 0.25)
+    """
+    if isinstance(value, Uniform):
+        return (value.low + value.high) / 2.0
+    if isinstance(value, Normal):
+        return value.mean
+    if isinstance(value, Choice):
+        return math.fsum(value.values) / len(value.values)
+    if isinstance(value, LogUniform):
+        if value.low == value.high:
+            return value.low
+        return (value.high - value.low) / math.log(value.high / value.low)
+    if isinstance(value, Distribution):
+        raise TypeError(
+            f"{value!r}: a randomized IMU mount needs the centre of its distribution (the ground truth's "
+            "mount), defined for Uniform, Normal, LogUniform and Choice. Fix: use one of those."
+        )
+    return float(value)
+
+
+def _has_distribution(value: Any) -> bool:
+    if isinstance(value, Distribution):
+        return True
+    if isinstance(value, (tuple, list, np.ndarray)):
+        return any(_has_distribution(v) for v in value)
+    return False
+
+
+def _mount_number(name: str, whole: Any, v: Any) -> float | Distribution:
+    """One component of a mount option: a finite number or a distribution with a centre."""
+    if isinstance(v, Distribution):
+        try:
+            nominal_value(v)
+        except TypeError as e:
+            raise TypeError(f"IMUOptions.{name}={whole!r} is invalid: {e}") from None
+        return v
+    x = as_real(v)
+    if x is None or not math.isfinite(x):
+        raise option_error(
+            "IMUOptions", name, whole, "expected finite numbers or distributions",
+            f"pass e.g. {name}=(0.0, 0.0, 0.05) or {name}=(sg.Normal(0.0, 0.01), 0.0, 0.0)",
+        )  # fmt: skip
+    return x
+
+
+def _mount_vector(name: str, value: Any) -> tuple:
+    """``pos_offset``/``euler_offset``: 3 components, each a number or a distribution; one distribution
+    stands for all three (drawn independently per component)."""
+    if isinstance(value, Distribution):
+        value = (value, value, value)
+    if isinstance(value, (str, bytes)) or np.ndim(np.asarray(value, dtype=object)) != 1 or len(value) != 3:
+        raise option_error(
+            "IMUOptions", name, value, "expected 3 finite numbers or distributions (x, y, z)",
+            f"pass {name}=(x, y, z), or one distribution for all three, e.g. {name}=sg.Uniform(-1.0, 1.0)",
+        )  # fmt: skip
+    return tuple(_mount_number(name, value, v) for v in value)
+
+
+def _random_coupling(name: str, value: Any) -> Any:
+    """A coupling holding distributions: one (each of xy, xz, yz drawn on its own), 3 values (xy, xz, yz)
+    or a 3x3 matrix, each entry a number or a distribution."""
+    if isinstance(value, Distribution):
+        return (value, value, value)
+    shape = np.shape(np.asarray(value, dtype=object))
+    if shape == (3,):
+        return tuple(_mount_number(name, value, v) for v in value)
+    if shape == (3, 3):
+        return tuple(tuple(_mount_number(name, value, v) for v in row) for row in value)
+    raise option_error(
+        "IMUOptions", name, value, "expected a number or distribution, 3 values (xy, xz, yz) or a 3x3 matrix",
+        f"pass e.g. {name}=sg.Uniform(-0.01, 0.01) or {name}=(0.0, sg.Normal(0.0, 0.005), 0.0)",
+    )  # fmt: skip
+
+
+def coupling_parameters(value: Any) -> list[tuple[Any, tuple[tuple[int, int], ...]]]:
+    """The free entries of a coupling option: ``[(value or distribution, ((row, col), ...)), ...]``
+    covering all 9 matrix entries. A number or 3 values (xy, xz, yz) couple each pair symmetrically, so
+    one value (one draw) fills both ``(i, j)`` and ``(j, i)``; the diagonal is 1. A 3x3 matrix has 9 free
+    entries.
+
+    Example:
+        >>> [w for _, w in coupling_parameters(0.1)][3:]
+        [((0, 1), (1, 0)), ((0, 2), (2, 0)), ((1, 2), (2, 1))]
+    """
+    if not isinstance(value, (tuple, list, np.ndarray)):
+        value = (value, value, value)
+    if np.shape(np.asarray(value, dtype=object)) == (3, 3):
+        return [(value[i][j], ((i, j),)) for i in range(3) for j in range(3)]
+    pairs = (((0, 1), (1, 0)), ((0, 2), (2, 0)), ((1, 2), (2, 1)))
+    return [(1.0, ((i, i),)) for i in range(3)] + list(zip(value, pairs, strict=True))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,23 +317,71 @@ class IMUOptions(MujocoSensorOptions):
     gyro_bandwidth: Any = None
     mag_bandwidth: Any = None
 
+    #: the mount may be randomized too (docs/frames.md); the error-model options come from the base class
+    randomizable: ClassVar[tuple[str, ...]] = (*MujocoSensorOptions.randomizable, *MOUNT_FIELDS)
+
+    def randomized_fields(self) -> tuple[str, ...]:
+        """Names of the fields given as distributions (directly, per component or per matrix entry)."""
+        return tuple(name for name in self.randomizable if _has_distribution(getattr(self, name)))
+
+    @property
+    def nominal_pos_offset(self) -> tuple[float, float, float]:
+        """The mount position the ground truth keeps: ``pos_offset`` with each distribution replaced by its
+        centre (:func:`nominal_value`)."""
+        return tuple(nominal_value(v) for v in self.pos_offset)  # type: ignore[return-value]
+
+    @property
+    def nominal_euler_offset(self) -> tuple[float, float, float]:
+        """The mount rotation the ground truth keeps (degrees; see :attr:`nominal_pos_offset`)."""
+        return tuple(nominal_value(v) for v in self.euler_offset)  # type: ignore[return-value]
+
+    def nominal_coupling(self, field: str) -> np.ndarray:
+        """The 3x3 coupling matrix of ``field`` (``"acc"``, ``"gyro"`` or ``"mag"``) the ground truth keeps:
+        each distribution replaced by its centre."""
+        value = getattr(self, f"{field}_cross_axis_coupling")
+        if not _has_distribution(value):
+            return coupling_matrix(value, f"IMUOptions.{field}_cross_axis_coupling")
+        out = np.zeros((3, 3))
+        for v, where in coupling_parameters(value):
+            for i, j in where:
+                out[i, j] = nominal_value(v)
+        return out
+
     def _validate(self) -> None:
         if not isinstance(self.body, str) or not self.body:
             raise TypeError(
                 f"IMUOptions.body={self.body!r} is invalid: expected a body name. Fix: pass body='torso'."
             )
-        for name in ("pos_offset", "euler_offset", "magnetic_field"):
-            v = getattr(self, name)
-            if np.shape(v) != (3,) or not np.all(np.isfinite(np.asarray(v, dtype=float))):
-                raise option_error(
-                    "IMUOptions", name, v, "expected 3 finite numbers", f"pass {name}=(x, y, z)"
-                )
-            object.__setattr__(self, name, tuple(float(x) for x in v))
+        for name in ("pos_offset", "euler_offset"):
+            object.__setattr__(self, name, _mount_vector(name, getattr(self, name)))
+        v = self.magnetic_field
+        if np.shape(v) != (3,) or not np.all(np.isfinite(np.asarray(v, dtype=float))):
+            raise option_error(
+                "IMUOptions",
+                "magnetic_field",
+                v,
+                "expected 3 finite numbers",
+                "pass magnetic_field=(x, y, z)",
+            )
+        object.__setattr__(self, "magnetic_field", tuple(float(x) for x in v))
         for f in FIELDS:
             name = f"{f}_cross_axis_coupling"
-            matrix = coupling_matrix(getattr(self, name), f"IMUOptions.{name}")
-            value = np.asarray(getattr(self, name), dtype=float)
-            object.__setattr__(self, name, float(value) if value.ndim == 0 else tuple(map(tuple, matrix)))
+            value = getattr(self, name)
+            if _has_distribution(value):
+                object.__setattr__(self, name, _random_coupling(name, value))
+            else:  # fixed: a number, or the 3x3 matrix of 3 values or of a matrix
+                try:
+                    finite = bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
+                except (TypeError, ValueError):
+                    finite = False
+                if not finite:
+                    raise option_error(
+                        "IMUOptions", name, value, "expected finite numbers or distributions",
+                        f"pass e.g. {name}=0.01 (every pair), (xy, xz, yz) or a 3x3 matrix",
+                    )  # fmt: skip
+                matrix = coupling_matrix(value, f"IMUOptions.{name}")
+                value = np.asarray(value, dtype=float)
+                object.__setattr__(self, name, float(value) if value.ndim == 0 else tuple(map(tuple, matrix)))
             for kind in IMPERFECTIONS:
                 v = getattr(self, f"{f}_{kind}")
                 if isinstance(v, (list, np.ndarray)):
@@ -562,10 +738,10 @@ def _native(model: Any, o: IMUOptions) -> _NativeIMU | None:
             return None
         body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, o.body)
         mount = np.zeros(4)
-        mujoco.mju_mat2Quat(mount, euler_to_matrix(o.euler_offset).reshape(-1))
+        mujoco.mju_mat2Quat(mount, euler_to_matrix(o.nominal_euler_offset).reshape(-1))
         if (  # the site must be the mount: on the body, at the offset, with the rotation
             int(model.site_bodyid[site]) != body
-            or not np.allclose(model.site_pos[site], o.pos_offset, rtol=0, atol=1e-12)
+            or not np.allclose(model.site_pos[site], o.nominal_pos_offset, rtol=0, atol=1e-12)
             or not np.allclose(np.abs(model.site_quat[site] @ mount), 1.0, rtol=0, atol=1e-12)
         ):
             return None
@@ -589,14 +765,257 @@ def _native(model: Any, o: IMUOptions) -> _NativeIMU | None:
     return cached(model, ("imu_native", o), build)
 
 
+def alpha_key(o: IMUOptions) -> str:
+    """State key of the body's angular acceleration (rad/s^2, in the IMU's nominal frame) that an IMU with a
+    randomized ``pos_offset`` needs beside its reading (measured inside the sub-env, like the reading)."""
+    return state_key(o) + ".alpha"
+
+
+def _rotations(euler_deg: torch.Tensor) -> torch.Tensor:
+    """``(..., 3, 3)`` rotation matrices of intrinsic x-y-z Euler angles ``(..., 3)`` in degrees: batched
+    :func:`euler_to_matrix`, ``Rx @ Ry @ Rz`` written out."""
+    c, s = torch.cos(euler_deg * (math.pi / 180.0)), torch.sin(euler_deg * (math.pi / 180.0))
+    cx, cy, cz = c.unbind(-1)
+    sx, sy, sz = s.unbind(-1)
+    rows = (
+        cy * cz, -cy * sz, sy,
+        sx * sy * cz + cx * sz, cx * cz - sx * sy * sz, -sx * cy,
+        sx * sz - cx * sy * cz, cx * sy * sz + sx * cz, cx * cy,
+    )  # fmt: skip
+    return torch.stack(rows, -1).reshape(*euler_deg.shape[:-1], 3, 3)
+
+
+class _MountPlan:
+    """The per-env mount of one class's IMUs whose ``pos_offset``, ``euler_offset`` or cross-axis coupling
+    holds distributions (built once at build; None for a class without any, which then runs exactly the
+    fixed-mount code).
+
+    At every reset of an env (:meth:`resample`) each distribution is drawn from the manager's random
+    source, and the env's mount is derived from the draws into ``md.extra`` (saved by ``state_dict``,
+    restored for the envs a reset does not touch). With ``R_nom``/``p_nom`` the nominal mount (rotation and
+    position in the body frame, where the ground truth is measured) and ``R``/``p`` the env's drawn one:
+
+    * ``mount_pos`` ``(B, n, 3)`` m and ``mount_euler`` ``(B, n, 3)`` degrees: the drawn mount of each IMU
+      (a fixed component holds its value);
+    * ``mount_matrix`` ``(B, n, 3, 3)``: ``M = R^T R_nom``, which takes a vector from the nominal sensor
+      frame to the drawn one;
+    * ``mount_arm`` ``(B, n, 3)``: ``d = R_nom^T (p - p_nom)``, the lever arm in the nominal frame;
+      ``mount_lever`` ``(B, n, 3, 3)``: ``M [d]x^T`` (so that ``mount_lever @ alpha = M (alpha x d)``) and
+      ``mount_arm_rotated`` ``(B, n, 3)``: ``M d`` (only when some position is randomized);
+    * ``mount_coupling`` ``(B, n, 3 fields, 3, 3)`` float32: the coupling matrices of the measured branch
+      (a fixed coupling holds its matrix).
+
+    Every step (:meth:`apply`, on the measured timeline slot, before the coupling) the nominal reading
+    ``(a, w, m)`` and the body's angular acceleration ``alpha`` (nominal frame) become the reading at the
+    drawn mount: ``w' = M w``, ``m' = M m``, ``a' = M (a + alpha x d + w x (w x d)) = M a + mount_lever
+    alpha + w' (w . d) - (M d) |w|^2``, in float64 with one rounding to float32, batched over envs and
+    sensors with the executor's ops (the same bits on both), into buffers allocated here. The reset-time
+    derivation runs in torch on either executor, so both hold the same numbers.
+    """
+
+    def __init__(self, md: Any) -> None:
+        b, n, device = md.num_envs, len(md.sensors), md.device
+        f64: dict[str, Any] = {"dtype": torch.float64, "device": device}
+        opts: list[IMUOptions] = [s.options for s in md.sensors]
+        self.b, self.n = b, n
+        self.moved = [
+            j
+            for j, o in enumerate(opts)
+            if _has_distribution(o.pos_offset) or _has_distribution(o.euler_offset)
+        ]
+        self.shifted = [j for j, o in enumerate(opts) if _has_distribution(o.pos_offset)]
+        self.coupled = [
+            j
+            for j, o in enumerate(opts)
+            if any(_has_distribution(getattr(o, f"{f}_cross_axis_coupling")) for f in FIELDS)
+        ]
+        self.alpha_keys = [(j, alpha_key(opts[j])) for j in self.shifted]
+        # one column of draws per distribution, in sensor order: pos x y z, euler x y z, acc/gyro/mag coupling
+        dists: list[Distribution] = []
+        self.pos_targets: list[tuple[int, int, int]] = []  # (draw column, sensor, component)
+        self.euler_targets: list[tuple[int, int, int]] = []
+        self.coupling_targets: list[tuple[int, list[tuple[int, int, int, int]]]] = []  # column, entries
+        for j, o in enumerate(opts):
+            for targets, value in ((self.pos_targets, o.pos_offset), (self.euler_targets, o.euler_offset)):
+                for c, v in enumerate(value):
+                    if isinstance(v, Distribution):
+                        targets.append((len(dists), j, c))
+                        dists.append(v)
+            for fi, f in enumerate(FIELDS):
+                for v, where in coupling_parameters(getattr(o, f"{f}_cross_axis_coupling")):
+                    if isinstance(v, Distribution):
+                        self.coupling_targets.append((len(dists), [(j, fi, r, c) for r, c in where]))
+                        dists.append(v)
+        self.draws = torch.zeros(b, max(len(dists), 1), **f64)
+        self.columns = [(self.draws[:, k : k + 1], dist) for k, dist in enumerate(dists)]
+        nominal_euler = [o.nominal_euler_offset for o in opts]
+        self.nominal_pos = torch.tensor([o.nominal_pos_offset for o in opts], **f64)
+        self.nominal_euler = torch.tensor(nominal_euler, **f64)
+        self.nominal_rotation = torch.tensor(np.stack([euler_to_matrix(e) for e in nominal_euler]), **f64)
+        if self.moved:  # until the first reset: the nominal mount
+            md.extra["mount_pos"] = self.nominal_pos.expand(b, n, 3).clone()
+            md.extra["mount_euler"] = self.nominal_euler.expand(b, n, 3).clone()
+            md.extra["mount_matrix"] = torch.eye(3, **f64).expand(b, n, 3, 3).clone()
+            # per-step scratch (xp ops write into it: nothing is allocated per step)
+            self.x = torch.zeros(b, n, 3, 3, **f64)
+            self.products = torch.zeros(b, n, 3, 3, 3, **f64)
+            self.y = torch.zeros(b, n, 3, 3, **f64)
+            self.keep = torch.zeros(1, n, 1, 1, dtype=torch.bool, device=device)
+            self.keep[0, self.moved] = True
+            self.out32 = torch.zeros(b, n, 3, 3, dtype=torch.float32, device=device)
+        if self.shifted:
+            md.extra["mount_arm"] = torch.zeros(b, n, 3, **f64)
+            md.extra["mount_lever"] = torch.zeros(b, n, 3, 3, **f64)
+            md.extra["mount_arm_rotated"] = torch.zeros(b, n, 3, **f64)
+            self.alpha = torch.zeros(b, n, 3, **f64)  # sensors without a randomized position keep 0
+            self.lever_products = torch.zeros(b, n, 3, 3, **f64)
+            self.term = torch.zeros(b, n, 3, **f64)
+            self.prod3 = torch.zeros(b, n, 3, **f64)
+            self.dot = torch.zeros(b, n, 1, **f64)
+        self.keep_uncoupled = None  # (1, n, 1, 1): the IMUs whose coupling is drawn, when the rest is none
+        if self.coupled:
+            base = np.stack([np.stack([o.nominal_coupling(f) for f in FIELDS]) for o in opts])
+            self.coupling_base = torch.tensor(base, **f64)
+            md.extra["mount_coupling"] = self.coupling_base.to(torch.float32).expand(b, n, 3, 3, 3).clone()
+            if len(self.coupled) < n and np.allclose(base, np.eye(3)):
+                self.keep_uncoupled = torch.zeros(1, n, 1, 1, dtype=torch.bool, device=device)
+                self.keep_uncoupled[0, self.coupled] = True
+
+    # -- at a reset --------------------------------------------------------------------------------------
+    def resample(self, md: Any, mask: torch.Tensor) -> None:
+        """Draw the mount of the envs in ``mask`` ``(B,)`` bool and derive its tables (see the class)."""
+        for out, dist in self.columns:  # the manager's random source: same seed, same draws
+            md.random.sample_(dist, out, mask, 0)
+        b, n = self.b, self.n
+        if self.moved:
+            pos = self.nominal_pos.expand(b, n, 3).clone()
+            euler = self.nominal_euler.expand(b, n, 3).clone()
+            for targets, values in ((self.pos_targets, pos), (self.euler_targets, euler)):
+                for k, j, c in targets:
+                    values[:, j, c] = self.draws[:, k]
+            matrix = _rotations(euler).transpose(-1, -2) @ self.nominal_rotation  # R^T R_nom
+            rows = mask.view(b, 1, 1)
+            _select(md.extra["mount_pos"], rows, pos)
+            _select(md.extra["mount_euler"], rows, euler)
+            _select(md.extra["mount_matrix"], rows[..., None], matrix)
+            if self.shifted:
+                arm = ((pos - self.nominal_pos)[..., None, :] @ self.nominal_rotation)[
+                    ..., 0, :
+                ]  # R_nom^T dr
+                skew_t = torch.zeros(b, n, 3, 3, dtype=arm.dtype, device=arm.device)  # [d]x^T: a x d
+                d0, d1, d2 = arm.unbind(-1)
+                skew_t[..., 0, 1], skew_t[..., 0, 2] = d2, -d1
+                skew_t[..., 1, 0], skew_t[..., 1, 2] = -d2, d0
+                skew_t[..., 2, 0], skew_t[..., 2, 1] = d1, -d0
+                _select(md.extra["mount_arm"], rows, arm)
+                _select(md.extra["mount_lever"], rows[..., None], matrix @ skew_t)
+                _select(md.extra["mount_arm_rotated"], rows, (matrix @ arm[..., None])[..., 0])
+        if self.coupled:
+            mats = self.coupling_base.expand(b, n, 3, 3, 3).clone()
+            for k, entries in self.coupling_targets:
+                for j, fi, r, c in entries:
+                    mats[:, j, fi, r, c] = self.draws[:, k]
+            _select(md.extra["mount_coupling"], mask.view(b, 1, 1, 1, 1), mats.to(torch.float32))
+
+    # -- every step --------------------------------------------------------------------------------------
+    def apply(self, state: Any, md: Any, measured: torch.Tensor) -> None:
+        """The nominal reading in ``measured`` ``(B, 9 n)`` becomes the reading at each env's mount."""
+        xp, a, b, n = md.xp, md.array, self.b, self.n
+        x = a(measured).reshape(b, n, 3, 3)
+        nominal, products, y = a(self.x), a(self.products), a(self.y)
+        xp.copy(nominal, x)
+        # y[e, s, f, i] = sum_j M[e, s, i, j] nominal[e, s, f, j], summed j = 0, 1, 2 on both executors
+        xp.mul(nominal.reshape(b, n, 3, 1, 3), a(md.extra["mount_matrix"]).reshape(b, n, 1, 3, 3), products)
+        xp.add(products[..., 0], products[..., 1], y)
+        xp.add(y, products[..., 2], y)
+        if self.shifted:
+            alpha, lever, term, prod3, dot = map(
+                a, (self.alpha, self.lever_products, self.term, self.prod3, self.dot)
+            )
+            self._copy_alpha(state, md)
+            acc, w = y[:, :, 0, :], nominal[:, :, 1, :]
+            xp.mul(alpha.reshape(b, n, 1, 3), a(md.extra["mount_lever"]), lever)  # M (alpha x d)
+            xp.add(lever[..., 0], lever[..., 1], term)
+            xp.add(term, lever[..., 2], term)
+            xp.add(acc, term, acc)
+            xp.mul(w, a(md.extra["mount_arm"]), prod3)  # w . d
+            xp.add(prod3[..., 0:1], prod3[..., 1:2], dot)
+            xp.add(dot, prod3[..., 2:3], dot)
+            xp.mul(y[:, :, 1, :], dot, term)  # M w (w . d)
+            xp.add(acc, term, acc)
+            xp.mul(w, w, prod3)  # |w|^2
+            xp.add(prod3[..., 0:1], prod3[..., 1:2], dot)
+            xp.add(dot, prod3[..., 2:3], dot)
+            xp.mul(a(md.extra["mount_arm_rotated"]), dot, term)  # - M d |w|^2
+            xp.mul(term, -1.0, term)
+            xp.add(acc, term, acc)
+        if len(self.moved) == n:
+            xp.copy(x, y)  # the one rounding to float32
+        else:  # IMUs with a fixed mount keep their reading bit for bit
+            out32 = a(self.out32)
+            xp.copy(out32, y)
+            xp.select_into(x, a(self.keep), out32)
+
+    def _copy_alpha(self, state: Any, md: Any) -> None:
+        view = md.numpy_view(self.alpha)
+        for j, key in self.alpha_keys:
+            src = state[key]
+            if torch.is_tensor(src):
+                self.alpha[:, j].copy_(src)
+            elif view is not None:  # numpy measurements into a CPU buffer: one numpy copy
+                np.copyto(view[:, j], src, casting="unsafe")
+            else:
+                self.alpha[:, j].copy_(torch.from_numpy(np.asarray(src)))
+
+
+def _select(dst: torch.Tensor, rows: torch.Tensor, src: torch.Tensor) -> None:
+    """``dst = where(rows, src, dst)`` in place, without a device sync (a reset inside a CUDA graph)."""
+    torch.where(rows, src, dst, out=dst)
+
+
 class IMUSensor(MujocoSensor):
-    """Accelerometer + gyroscope + magnetometer; see the module docstring."""
+    """Accelerometer + gyroscope + magnetometer; see the module docstring.
+
+    An IMU whose mount (``pos_offset``, ``euler_offset``, a cross-axis coupling) holds distributions
+    measures its ground truth at the nominal mount and its measured branch at the mount drawn for each env
+    at its last reset; :meth:`read_mount` gives those draws (docs/frames.md).
+
+    Example:
+        >>> import torch, sensorgym as sg
+        >>> mgr = sg.SensorManager(num_envs=2, dt=0.02, seed=0)
+        >>> imu = mgr.add_sensor(sg.IMUOptions(body="torso", euler_offset=(sg.Uniform(-5.0, 5.0), 0.0, 0.0)))
+        >>> reading = torch.tensor([[0.0, 0.0, 9.81, 0.0, 0.0, 0.0, 0.0, 0.2, -0.45]] * 2)
+        >>> mgr.reset({imu.state_key: reading})
+        >>> roll = imu.read_mount()["euler_offset"][:, 0]
+        >>> bool(((roll >= -5.0) & (roll < 5.0)).all()), imu.read_ground_truth().lin_acc[:, 2].tolist()
+        (True, [9.8100004196167, 9.8100004196167])
+        >>> expect = 9.81 * torch.cos(torch.deg2rad(roll))  # gravity seen by a sensor rolled about x
+        >>> bool(torch.allclose(imu.read().lin_acc[:, 2], expect))
+        True
+    """
 
     options_cls = IMUOptions
     return_type = IMUReading
 
     def _get_return_format(self) -> tuple:
         return ((3,), (3,), (3,))
+
+    def read_mount(self) -> dict[str, torch.Tensor]:
+        """The mount drawn for each env at its last reset, for the options of this IMU given as
+        distributions: ``{"pos_offset": (B, 3) m, "euler_offset": (B, 3) degrees,
+        "acc_cross_axis_coupling": (B, 3, 3), ...}``, new float32 tensors (e.g. for a critic). The values
+        live in the class metadata's ``md.extra`` (``mount_pos``, ``mount_euler``, ``mount_coupling``)."""
+        if self._storage is None:
+            raise RuntimeError("read_mount() before the manager was built. Fix: call mgr.reset(state) first.")
+        extra, j, o = self._storage.md.extra, self.index, self.options
+        out = {}
+        for name, key in (("pos_offset", "mount_pos"), ("euler_offset", "mount_euler")):
+            if _has_distribution(getattr(o, name)):
+                out[name] = extra[key][:, j].to(torch.float32)
+        for fi, f in enumerate(FIELDS):
+            if _has_distribution(getattr(o, f"{f}_cross_axis_coupling")):
+                out[f"{f}_cross_axis_coupling"] = extra["mount_coupling"][:, j, fi].clone()
+        return out
 
     @classmethod
     def _measure(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
@@ -616,15 +1035,36 @@ class IMUSensor(MujocoSensor):
                 if native is not None
                 else np.asarray(cls._measure_python(model, data, o), dtype=np.float32).reshape(-1)
             )
+            if _has_distribution(o.pos_offset):  # the lever arm of a randomized position needs alpha
+                out[alpha_key(o)] = cls._angular_acceleration(model, data, o)
         return out
+
+    @classmethod
+    def _angular_acceleration(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
+        """The body's angular acceleration in the IMU's nominal frame, float32 ``(3,)``."""
+        import mujoco
+
+        def build():
+            body = name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, o.body, "IMUOptions.body")
+            euler = o.nominal_euler_offset
+            return body, (euler_to_matrix(euler) if any(euler) else None), np.empty(6)
+
+        body, r_mount, scratch = cached(model, ("imu_alpha", o), build)
+        alpha = body_angular_acceleration(model, data, body, scratch)
+        if r_mount is not None:
+            alpha = alpha @ r_mount  # R_mount^T alpha
+        return alpha.astype(np.float32)
 
     @classmethod
     def _gather_terms(cls, env: Any, options: list) -> list | None:
         """The readings as ``sensordata`` entries when every IMU is wholly native (see
-        :mod:`~sensorgym.sensors.mujoco.gather`), else None."""
+        :mod:`~sensorgym.sensors.mujoco.gather`), else None (also when an IMU's position is randomized:
+        its angular acceleration is measured in Python)."""
         model, _ = mj_handles(env)
         out = []
         for o in options:
+            if _has_distribution(o.pos_offset):
+                return None
             native = _native(model, o)
             if native is None or native.site is not None:  # measured, or its field rotated, in Python
                 return None
@@ -635,14 +1075,16 @@ class IMUSensor(MujocoSensor):
 
     @classmethod
     def _measure_python(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
-        """The reading computed in Python from ``MjData`` (the path of models without native sensors)."""
+        """The reading computed in Python from ``MjData`` (the path of models without native sensors), at
+        the nominal mount."""
         import mujoco
 
         def build():
             body = name_to_id(model, mujoco.mjtObj.mjOBJ_BODY, o.body, "IMUOptions.body")
-            r_mount = None if not any(o.euler_offset) else euler_to_matrix(o.euler_offset)
+            pos, euler = o.nominal_pos_offset, o.nominal_euler_offset
+            r_mount = None if not any(euler) else euler_to_matrix(euler)
             # scratch for the MuJoCo calls, reused: this runs every step in every sub-env
-            return body, r_mount, list(o.pos_offset), any(o.pos_offset), o.magnetic_field, np.empty((2, 6))
+            return body, r_mount, list(pos), any(pos), o.magnetic_field, np.empty((2, 6))
 
         body, r_mount, r, offset, (f0, f1, f2), scratch = cached(model, ("imu", o), build)
         vel, acc = scratch
@@ -668,18 +1110,60 @@ class IMUSensor(MujocoSensor):
             out = (out.reshape(3, 3) @ r_mount).reshape(-1)  # each row v -> R_mount^T v
         return out
 
+    # -- manager side ------------------------------------------------------------------------------------
+    @classmethod
+    def _init_metadata(cls, md: Any) -> None:
+        randomized = any(
+            _has_distribution(getattr(s.options, name)) for s in md.sensors for name in MOUNT_FIELDS
+        )
+        md.constants["imu_mount"] = _MountPlan(md) if randomized else None
+
+    @classmethod
+    def _reset_envs(cls, md: Any, envs_mask: torch.Tensor) -> None:
+        mount = md.constants.get("imu_mount")
+        if mount is not None:
+            mount.resample(md, envs_mask)
+
+    @classmethod
+    def _check_state(cls, state: Any, md: Any) -> None:
+        super()._check_state(state, md)
+        mount = md.constants.get("imu_mount")
+        if mount is None or not mount.alpha_keys:
+            return
+        shape = (md.num_envs, 3)
+        for j, key in mount.alpha_keys:
+            found = state.get(key)
+            if found is None or tuple(np.shape(found)) != shape:
+                got = "nothing" if found is None else f"shape {tuple(np.shape(found))}"
+                raise ValueError(
+                    f"sensor {md.sensors[j].name!r} (IMUSensor): its pos_offset is randomized, which needs "
+                    f"the body's angular acceleration {key!r} of shape {shape} in the state (measured "
+                    f"inside each sub-env); got {got}. Fix: build the env with make_sensor_vec(...) or add "
+                    "SimStateExtractor(env, sensors) with these options to every sub-env."
+                )
+
+    @classmethod
+    def _update_current_timestep_data(
+        cls, state: Any, md: Any, gt_timeline: Any, measured_timeline: Any
+    ) -> None:
+        mount = md.constants.get("imu_mount")
+        if mount is None or not mount.moved:  # a fixed mount: the standard capture, unchanged
+            super()._update_current_timestep_data(state, md, gt_timeline, measured_timeline)
+            return
+        gt, measured = gt_timeline.at(0), measured_timeline.at(0)
+        cls._update_raw_data(state, md, gt)  # the nominal mount: ground truth
+        if md.executor == "numpy":
+            np.copyto(measured_timeline.numpy_at(0), gt_timeline.numpy_at(0))
+        else:
+            measured.copy_(gt)
+        mount.apply(state, md, measured)  # each env's drawn mount: the measured branch
+        cls._apply_physics_imperfections(md, measured, measured_timeline)
+
     @classmethod
     def _coupling(cls, md: Any) -> torch.Tensor | None:
-        """``(n_sensors, 3 fields, 3, 3)`` coupling matrices, or None when all are identity."""
+        """``(n_sensors, 3 fields, 3, 3)`` nominal coupling matrices, or None when all are identity."""
         if "coupling" not in md.constants:
-            mats = np.stack(
-                [
-                    np.stack(
-                        [coupling_matrix(getattr(s.options, f"{f}_cross_axis_coupling"), f) for f in FIELDS]
-                    )
-                    for s in md.sensors
-                ]
-            )
+            mats = np.stack([np.stack([s.options.nominal_coupling(f) for f in FIELDS]) for s in md.sensors])
             ident = np.allclose(mats, np.eye(3))
             md.constants["coupling"] = (
                 None if ident else torch.tensor(mats, dtype=torch.float32, device=md.device)
@@ -688,9 +1172,15 @@ class IMUSensor(MujocoSensor):
 
     @classmethod
     def _apply_transform(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> None:
-        c = cls._coupling(md)
-        if c is None:
-            return
+        mount = md.constants.get("imu_mount")
+        keep = None
+        if is_measured and mount is not None and mount.coupled:
+            c = md.extra["mount_coupling"]  # (B, n, 3, 3, 3): each env's drawn coupling
+            keep = mount.keep_uncoupled
+        else:
+            c = cls._coupling(md)  # the nominal coupling (the ground truth's, and every fixed one)
+            if c is None:
+                return
         b, n = data.shape[0], len(md.sensors)
         if "coupling_scratch" not in md.constants:  # allocated once: no tensor allocation per step
             md.constants["coupling_scratch"] = (
@@ -701,9 +1191,14 @@ class IMUSensor(MujocoSensor):
         # a copied manager makes its own)
         xp, x, c = md.xp, md.array(data), md.array(c)
         products, coupled = map(md.array, md.constants["coupling_scratch"])
-        # coupled[e, s, f, i] = sum_j c[s, f, i, j] * x[e, s, f, j], summed in the order j = 0, 1, 2 on
+        # coupled[e, s, f, i] = sum_j c[(e,) s, f, i, j] * x[e, s, f, j], summed in the order j = 0, 1, 2 on
         # both executors (same bits), into preallocated outputs (a broadcast matmul would allocate)
         xp.mul(x.reshape(b, n, 3, 1, 3), c, products)
         xp.add(products[..., 0], products[..., 1], coupled)
         xp.add(coupled, products[..., 2], coupled)
-        xp.copy(x, coupled.reshape(b, -1))
+        if keep is not None:
+            # the class's nominal couplings are all identity: a fixed IMU is not coupled at all (as without
+            # the randomized one), so only the IMUs with a drawn coupling take the product
+            xp.select_into(x.reshape(b, n, 3, 3), md.array(keep), coupled)
+        else:
+            xp.copy(x, coupled.reshape(b, -1))

@@ -14,7 +14,10 @@ What is native:
 * ``IMUSensor``: a site on ``body`` at ``pos_offset``/``euler_offset`` carrying an ``accelerometer`` and a
   ``gyro``, and a ``magnetometer`` where the model's ``<option magnetic>`` equals ``magnetic_field``
   (``set_magnetic=True`` sets it when every IMU agrees and the model has no magnetometer of its own; the
-  field is read by magnetometers only). Otherwise the field is rotated into the site frame in Python.
+  field is read by magnetometers only). Otherwise the field is rotated into the site frame in Python. A
+  randomized mount gets its site at the nominal pose (:func:`~sensorgym.sensors.mujoco.imu.nominal_value`):
+  the per-env mount is applied in the manager, from the nominal reading and, for a randomized position,
+  the body's angular acceleration, measured in Python beside the native read.
 * ``ContactSensor``: MuJoCo's ``contact`` sensor with ``data="found"`` counts the contacts that involve its
   ``geom1``/``body1``. Ours counts the contacts of the target with any geom whose body is not excluded:
   the native count of the target minus, per excluded body, the native count of (target, that body). The
@@ -68,14 +71,15 @@ def _digest(*parts: Any) -> str:
 
 def imu_names(o: Any) -> tuple[str, str, str, str]:
     """``(site, accelerometer, gyro, magnetometer)`` names of an IMU's native sensors, derived from the
-    options that place it (``body``, ``pos_offset``, ``euler_offset``).
+    options that place it (``body``, ``pos_offset``, ``euler_offset``; a randomized mount by its nominal
+    pose, where its ground truth is measured).
 
     Example:
         >>> import sensorgym as sg
         >>> imu_names(sg.IMUOptions(body="torso"))[1].endswith("_acc")
         True
     """
-    site = f"{PREFIX}_imu_{o.body}_{_digest(o.body, tuple(o.pos_offset), tuple(o.euler_offset))}"
+    site = f"{PREFIX}_imu_{o.body}_{_digest(o.body, o.nominal_pos_offset, o.nominal_euler_offset)}"
     return site, f"{site}_acc", f"{site}_gyro", f"{site}_mag"
 
 
@@ -172,7 +176,7 @@ def _plan(spec: Any, sensors: Mapping[str, Any] | Iterable[Any], set_magnetic: b
         if spec.body(o.body) is None:
             raise ValueError(f"IMUOptions.body={o.body!r}: no such body in the model.")
         if site not in sites:
-            plan.sites.append((o.body, site, list(o.pos_offset), _site_quat(o.euler_offset)))
+            plan.sites.append((o.body, site, list(o.nominal_pos_offset), _site_quat(o.nominal_euler_offset)))
             sites.add(site)
         add("accelerometer", acc, "site", site)
         add("gyro", gyro, "site", site)
