@@ -9,7 +9,13 @@ it reads what MuJoCo's native ``accelerometer``/``gyro``/``magnetometer`` on a s
 reads specific force, so an IMU at rest reads ``+g`` pointing up and one in free fall reads zero. The
 magnetometer reads the world field ``magnetic_field`` in the sensor frame. Per-axis cross-axis coupling
 (misalignment) matrices are the sensor's response (``_apply_transform``, both branches); every
-imperfection can be given per field (``acc_noise``, ``gyro_bias``, ``mag_resolution``, ...).
+imperfection and error-model option can be given per field (``acc_noise``, ``gyro_noise_density``,
+``mag_bandwidth``, ...), and :meth:`IMUOptions.from_kalibr` / :meth:`IMUOptions.to_kalibr` read and write
+a Kalibr ``imu.yaml``.
+
+The mount (``pos_offset``, ``euler_offset``, the couplings) may hold distributions, drawn per env at every
+reset: the ground truth is measured at the nominal mount (:func:`nominal_value`), the measured branch at
+each env's drawn one (:class:`_MountPlan`; docs/frames.md).
 
 Where the model carries the IMU's native sensors (:mod:`sensorgym.sensors.mujoco.native`: a site at the mount
 with an accelerometer, a gyro and, when the model's field is ``magnetic_field``, a magnetometer), the
