@@ -61,6 +61,7 @@ _MAX_RELATIVE_SE = 0.5
 _CORRELATION_INFLATION = 2.0  # half-octave neighbours share data: count each octave's information once
 _MIN_POINTS = 3
 _PENALTY = 2.0  # per parameter: Akaike's; the uncertainty and octave rules below guard against overfitting
+_POLISH_MARGIN = 50.0  # deviance: far beyond what polishing gains or the criterion weighs
 _MODEL_ERROR = 0.01  # relative error of the closed form, as a floor on each estimate's own error
 
 
@@ -160,6 +161,7 @@ def _fit_structure(
     tc_grid: np.ndarray,
     scipy_opt,
     nnls,
+    polish_below: float = math.inf,
 ) -> tuple[ModelParams, float]:
     filt, rw, gm = structure
     fixed = quantization_allan_variance(resolution, m) if resolution > 0 else np.zeros(len(m))
@@ -175,6 +177,10 @@ def _fit_structure(
                 dev,
                 ModelParams(math.sqrt(n2), fc or 0.0, math.sqrt(k2), math.sqrt(s2), tc or 0.0, resolution),
             )
+    if (
+        best[0] > polish_below
+    ):  # far behind the fullest structure's grid cell: polishing cannot change the choice
+        return best[1], best[0]
     start = best[1]
     # a term the grid drove to zero cannot be polished in log space: start it small instead
     tiny = {
@@ -253,10 +259,14 @@ def fit_allan(allan: Allan, sample_interval: float, resolution: float = 0.0) -> 
     tc_lo, tc_hi = 5 * ts, tau_max / 1.5
     tc_grid = np.geomspace(tc_lo, tc_hi, _GRID) if tc_hi > 2 * tc_lo else None
     structures = [s for s in itertools.product([False, True], repeat=3) if not (s[2] and tc_grid is None)]
-    fits = {
-        s: _fit_structure(s, m, a, nu, ts, resolution, fc_grid, tc_grid, scipy_opt, nnls) for s in structures
-    }
+    # the fullest structure first: its deviance bounds how good the others can get; one more than
+    # _POLISH_MARGIN behind it on the grid is not polished (a parameter weighs 2 on the criterion)
     full = max(structures, key=sum)
+    fits = {full: _fit_structure(full, m, a, nu, ts, resolution, fc_grid, tc_grid, scipy_opt, nnls)}
+    for s in structures:
+        if s != full:
+            limit = fits[full][1] + _POLISH_MARGIN
+            fits[s] = _fit_structure(s, m, a, nu, ts, resolution, fc_grid, tc_grid, scipy_opt, nnls, limit)
     k_of = {s: 1 + s[0] + s[1] + 2 * s[2] for s in structures}
     pearson = float(np.sum(nu / 2.0 * (a / allan_variance(fits[full][0], m, ts) - 1.0) ** 2))
     dispersion = max(1.0, pearson / max(len(m) - k_of[full], 1))

@@ -16,7 +16,7 @@ start), so the pooled deviation estimates the same thing with the same number of
 of the manager's steps. Memory caps the envs so that the stored readings stay under ``MAX_VALUES``.
 Where such a log also loses few samples (``dropout`` at most 5%), the long runs leave the losses out
 (a sampler that may drop samples costs more per step than the error model) and a run of 64 envs x
-20,000 steps with every option gives the timing: a few percent of lost samples change the Allan
+10,000 steps with every option gives the timing: a few percent of lost samples change the Allan
 deviation by far less than its band.
 
 Example:
@@ -50,7 +50,7 @@ MAX_VALUES = 40_000_000
 _MIN_ENVS = 8
 _LOSSES = ("dropout", "dropout_burst")
 _FEW_LOSSES = 0.05  # a loss fraction under which losses barely change the Allan deviation
-_TIMING_STEPS = 20_000
+_TIMING_STEPS = 10_000
 
 
 @dataclass
