@@ -26,7 +26,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+import types
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -34,6 +37,7 @@ import numpy as np
 __all__ = [
     "check_same_vector_env",
     "copy_model_fields",
+    "picklable_env_fns",
     "restore_vector_env",
     "snapshot_vector_env",
     "vector_env_options",
@@ -118,6 +122,23 @@ def copy_model_fields(dst: Any, src: Any, where: str = "MjModel") -> None:
             copy_model_fields(getattr(dst, name), value, f"{where}.{name}")
 
 
+@contextlib.contextmanager
+def picklable_env_fns(venv: Any) -> Iterator[None]:
+    """Within the block, a ``SyncVectorEnv`` whose ``env_fns`` is a generator (``gym.make_vec`` before
+    Gymnasium 1.4 passes one, consumed when the sub-envs were made) holds an empty tuple instead, so the env
+    pickles and deep-copies: the generator cannot, and, consumed, it holds nothing."""
+    base = _base(venv)
+    fns = getattr(base, "env_fns", None)
+    if not isinstance(fns, types.GeneratorType):
+        yield
+        return
+    base.env_fns = ()
+    try:
+        yield
+    finally:
+        base.env_fns = fns
+
+
 def snapshot_vector_env(venv: Any) -> bytes:
     """Bytes that :func:`restore_vector_env` turns back into an identical, independent vector env."""
     import cloudpickle
@@ -129,7 +150,8 @@ def snapshot_vector_env(venv: Any) -> bytes:
             "with vectorization='sync' (or a natively batched env with state_dict()), or save only the "
             "sensor state (state_dict(include_envs=False)) and reset the envs on resume."
         )
-    return pickle.dumps({"env": cloudpickle.dumps(venv), "sub_envs": _sub_env_states(venv)})
+    with picklable_env_fns(venv):
+        return pickle.dumps({"env": cloudpickle.dumps(venv), "sub_envs": _sub_env_states(venv)})
 
 
 def restore_vector_env(blob: bytes) -> Any:

@@ -311,6 +311,18 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
         return with_rows(obs, final_obs, rows)
 
     # -- persistence -----------------------------------------------------------------------------------
+    def __deepcopy__(self, memo: dict) -> SensorObservation:
+        """``copy.deepcopy``: an independent wrapper that continues exactly like this one (the manager
+        copies itself, see :class:`~sensorgym.core.persistence.ManagerPersistence`); also over a
+        ``gym.make_vec`` env of Gymnasium < 1.4, whose consumed ``env_fns`` generator cannot be copied."""
+        from .checkpoint import picklable_env_fns
+
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        with picklable_env_fns(self.env):
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
     def state_dict(self, include_envs: bool = False) -> dict[str, Any]:
         """Everything the wrapper needs to continue exactly: the manager (rings, randomization, RNG), the
         autoreset bookkeeping, the last observation; with ``include_envs`` also a snapshot of the
