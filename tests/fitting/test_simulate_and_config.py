@@ -94,3 +94,26 @@ def test_into_a_config_that_cannot_take_them_is_one_line(fitted, counts, words):
     with pytest.raises(FitError) as e:
         merge_into(raw, fitted, counts, "train.toml")
     assert words in str(e.value) and "Fix:" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_imu_fields_become_prefixed_options_of_one_table():
+    from sensorgym.fitting.api import fitted_tables
+
+    options = {
+        "imu.gyro": {"update_period": 0.005, "dropout": 0.0, "noise_density": [1e-3, 1e-3, 2e-3]},
+        "imu.acc": {
+            "update_period": 0.005,
+            "dropout": 0.0,
+            "noise_density": [0.02, 0.02, 0.03],
+            "bandwidth": [40.0] * 3,
+        },
+    }
+    table = fitted_tables(options)["sensors"]["imu"]
+    assert table == {
+        "update_period": 0.005,
+        "dropout": 0.0,
+        "gyro_noise_density": [1e-3, 1e-3, 2e-3],
+        "acc_noise_density": [0.02, 0.02, 0.03],
+        "acc_bandwidth": [40.0] * 3,
+    }
+    assert tomllib.loads(to_toml({"sensors": {"imu": table}}))["sensors"]["imu"] == table
