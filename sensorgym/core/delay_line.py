@@ -49,7 +49,10 @@ if TYPE_CHECKING:
     from .parameters import ParameterTable
 
 __all__ = [
+    "FAR",
+    "JITTER_CEIL_TOLERANCE",
     "DelayLine",
+    "DelaySteps",
     "check_ring_memory",
     "delay_line_bytes",
     "device_memory",
@@ -59,6 +62,10 @@ __all__ = [
 ]
 
 _FAR = 1 << 40  # "no previous read": larger than any shift
+#: a jitter that is a whole number of steps up to float rounding (0.14 / 0.02 = 7.000000000000001) adds
+#: exactly that many steps, never one more
+JITTER_CEIL_TOLERANCE = 1e-9
+FAR = _FAR
 
 
 class DelayLine:
@@ -92,6 +99,9 @@ class DelayLine:
         self._one = torch.ones((), dtype=torch.long, device=device)
         self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float32, device=device)  # (scale u, offset u)
         self._jitter_u = self.jitter_draw.unbind(0)
+        # what the random source fills: one stream per env is drawn as (2, B), the same numbers in the same
+        # order, in the shape a user of one stream (ActionLatency) draws and logs
+        self._draw_target = self.jitter_draw.view(2, b) if n == 1 else self.jitter_draw
         self._jitter_steps = torch.zeros(b, n, dtype=torch.float32, device=device)
         # slot of the snapshot `shift` steps back at clock phase p: (p - shift) % R, looked up in one
         # reversed cycle of 2R slots (its view from R - 1 - p is that phase's table: 2R entries in all, not
@@ -158,14 +168,14 @@ class DelayLine:
     def sample_delay(self, ctx: CaptureContext) -> None:
         """Stage: draw every env's and sensor's shift (monotone) and gather the snapshots it shows."""
         if self.params.has_jitter:
-            self.random.uniform_(self.jitter_draw, ctx.rows, 1)
+            self.random.uniform_(self._draw_target, ctx.rows, 1)
         phase = self.clock.t % self.ring.depth
         read_delayed(TORCH, self._torch, self.params.has_jitter, phase, ctx.reset_mask)
 
     def sample_delay_numpy(self, ctx: CaptureContext) -> None:
         """:meth:`sample_delay` on numpy views of the same buffers (the same draws, the same bits)."""
         if self.params.has_jitter:
-            self.random.uniform_(self.jitter_draw, ctx.rows, 1)
+            self.random.uniform_(self._draw_target, ctx.rows, 1)
         phase = self.clock.t % self.ring.depth
         mask = ctx.reset_mask
         read_delayed(
@@ -199,6 +209,43 @@ class DelayLine:
     def current_shift(self, j: int) -> torch.Tensor | int:
         """The shift (steps) behind sensor ``j``'s current read: ``(B,)``, or one int for all."""
         return self.fixed_shift if self.fixed_shift is not None else self.prev_shift[:, j]
+
+
+class DelaySteps:
+    """Per-env delay and jitter in steps, ``(B, n)`` for ``n`` delayed streams, as a :class:`DelayLine`
+    reads them; for a user of the delay line without a :class:`~sensorgym.core.parameters.ParameterTable`
+    (the action queue of :class:`~sensorgym.wrappers.ActionLatency`). :meth:`set_seconds` converts by
+    the one law (``D = round(delay / dt)`` half to even; effective jitter ``min(jitter, delay) / dt`` and its
+    ceiling ``ceil(jitter / dt - 1e-9)``), the same arithmetic as the parameter table's.
+
+    Example:
+        >>> import torch
+        >>> steps = DelaySteps(2, 1, "cpu", has_jitter=True)
+        >>> steps.set_seconds(torch.tensor([0.1, 0.3], dtype=torch.float64),
+        ...                   torch.tensor([0.14, 0.5], dtype=torch.float64), dt=0.02)
+        >>> steps.delay_steps.flatten().tolist(), steps.jitter_ceil.flatten().tolist()
+        ([5, 15], [5, 15])
+    """
+
+    def __init__(self, num_envs: int, n: int, device: Any, has_jitter: bool, fixed_shift: int | None = None):
+        long = dict(dtype=torch.long, device=device)
+        self.delay_steps = torch.zeros(num_envs, n, **long)
+        self.jitter_ceil = torch.zeros(num_envs, n, **long)
+        self.jitter_steps_f32 = torch.zeros(num_envs, n, dtype=torch.float32, device=device)
+        self._scratch = torch.zeros(num_envs, n, dtype=torch.float64, device=device)
+        self.has_jitter = has_jitter
+        #: one shift for every env and stream, or None (the delay line then samples each env's)
+        self.fixed_shift = fixed_shift
+
+    def set_seconds(self, delay: torch.Tensor, jitter: torch.Tensor, dt: float) -> None:
+        """Per-env ``delay`` and ``jitter`` in seconds (float64, ``(B,)`` or ``(B, n)``) into steps."""
+        scratch = self._scratch
+        torch.div(delay.view(scratch.shape[0], -1), dt, out=scratch)
+        self.delay_steps.copy_(scratch.round_())
+        torch.minimum(jitter.view(scratch.shape[0], -1), delay.view(scratch.shape[0], -1), out=scratch)
+        scratch.div_(dt)
+        self.jitter_steps_f32.copy_(scratch)
+        self.jitter_ceil.copy_(scratch.sub_(JITTER_CEIL_TOLERANCE).ceil_().clamp_(min=0))
 
 
 class _Arrays:

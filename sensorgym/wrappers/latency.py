@@ -55,10 +55,20 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from ..core.delay_line import delay_line_bytes, device_memory, human_bytes
+from ..core.delay_line import (  # noqa: F401 - JITTER_CEIL_TOLERANCE: re-exported, the one law's tolerance
+    FAR,
+    JITTER_CEIL_TOLERANCE,
+    DelayLine,
+    DelaySteps,
+    delay_line_bytes,
+    device_memory,
+    human_bytes,
+)
+from ..core.metadata import STEP
 from ..core.options import bounds_of, check_seconds, option_error
 from ..core.parameters import delay_steps, jitter_extra_steps
 from ..core.randomization import Distribution
+from ..core.ring import Clock
 from ..core.rng import BatchRandom, RandomSource
 from ..core.rows import folded_seed
 from ..core.values import as_int
@@ -68,12 +78,6 @@ from .vector import _is_torch
 
 __all__ = ["APPLIED_KEY", "IN_FLIGHT_KEY", "LATENCY_KEY", "ActionLatency"]
 
-#: tolerance of the per-env jitter ceiling ``ceil(jitter / dt - JITTER_CEIL_TOLERANCE)``: a jitter that is a
-#: whole number of steps up to float rounding (``0.14 / 0.02 = 7.000000000000001``) adds exactly that many
-#: steps, never one more. The sensors' own delay law uses the same tolerance (``jitter_extra_steps``,
-#: which sizes the queue here too); tests/wrappers/test_action_latency.py checks that the two agree.
-JITTER_CEIL_TOLERANCE = 1e-9
-
 #: info key of the actions in flight, ``(B, max_shift, *action_shape)``, newest first
 IN_FLIGHT_KEY = "action_in_flight"
 #: info key of the action the env applied at this step, ``(B, *action_shape)``
@@ -81,7 +85,6 @@ APPLIED_KEY = "action_applied"
 #: info key of this episode's ``[delay, jitter]`` in seconds, ``(B, 2)`` float32
 LATENCY_KEY = "action_latency"
 
-_FAR = 1 << 40  # "no previous action applied in this episode": the monotone bound never binds
 _STREAM_TAG = 0x41435445  # separates the latency stream from a SensorObservation seeded with the same int
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
@@ -212,19 +215,15 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._random: RandomSource = BatchRandom(self.device, None if seed is None else _stream_seed(seed))
 
         num_envs, device = self.num_envs, self.device
-        self._rows = torch.arange(num_envs, device=device)
         self._col = (num_envs,) + (1,) * len(self.action_shape)  # a (B,) mask broadcast over one action
         zero = torch.from_numpy(_zero_action(space)).to(device)
         init = (
             zero if isinstance(self.initial_action, str) else torch.from_numpy(self.initial_action).to(device)
         )
         self._init = init.expand(num_envs, *self.action_shape).clone()  # what padding shows (not for "first")
-        self._ring = torch.zeros(
-            self.max_shift + 1, num_envs, *self.action_shape, dtype=self._dtype, device=device
-        )
-        self._clock = 0  # global step count: the ring slot of this step's chosen actions
+        self._clock = Clock()  # global step count: the ring slot of this step's chosen actions
+        self._build_queue()
         self._ep_t = torch.zeros(num_envs, dtype=torch.long, device=device)  # episode step of the next action
-        self._prev = torch.full((num_envs,), _FAR, dtype=torch.long, device=device)  # last effective shift
         self._first = self._init.clone()  # the episode's first action ("first")
         self._applied = self._init.clone()
         self._autoreset = torch.zeros(num_envs, dtype=torch.bool, device=device)
@@ -236,16 +235,62 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             (num_envs,), 0.0 if isinstance(self.jitter, Distribution) else self.jitter, **float64
         )
         self._scratch = torch.zeros(num_envs, **float64)
-        self._delay_steps = torch.zeros(num_envs, dtype=torch.long, device=device)
-        self._jitter_steps = torch.zeros(num_envs, dtype=torch.float32, device=device)
-        self._jitter_ceil = torch.zeros(num_envs, dtype=torch.long, device=device)
-        self._draw = torch.zeros(2, num_envs, dtype=torch.float32, device=device)
         self._refresh()
         self._torch_env: bool | None = None  # learnt from the first reset observation
         self._on_host = self.device.type == "cpu"
         self._pad_first = isinstance(self.initial_action, str) and self.initial_action == "first"
         self._slots = torch.arange(1, self.max_shift + 1, device=device)  # in-flight slot k: k + 1 steps back
         self._k = torch.arange(self.max_shift, device=device)
+
+    # The queue is the sensors' delay line (core/delay_line.py): one delayed stream per env whose snapshots
+    # are the chosen actions; it draws the jitter, applies the monotone rule and gathers, by the one law.
+    #: attributes that are the delay line or views of its buffers: made again, never pickled (pickle stores
+    #: each view as its own copy, which would silently stop sharing memory with the delay line)
+    _QUEUE_VIEWS = (
+        "_steps", "_queued", "_line", "_ring", "_queued_action", "_prev", "_draw",
+        "_delay_steps", "_jitter_steps", "_jitter_ceil",
+    )  # fmt: skip
+
+    def _build_queue(self) -> None:
+        b, shape, depth = self.num_envs, self.action_shape, self.max_shift + 1
+        self._steps = DelaySteps(b, 1, self.device, self.has_jitter)  # fixed_shift None: always sampled
+        self._queued = torch.zeros(b, math.prod(shape), dtype=self._dtype, device=self.device)
+        self._line = DelayLine(
+            [self._queued.shape[1]], self._steps, self._queued, depth, self._random, self._clock
+        )
+        self._ring = self._line.ring.buffer.view(depth, b, *shape)  # slot clock % depth: that step's actions
+        self._queued_action = self._queued.view(b, *shape)  # the action chosen `shift` steps ago, per env
+        self._prev = self._line.prev_shift[:, 0]  # last effective shift
+        self._draw = self._line._draw_target  # (2, B): this step's jitter uniforms
+        # per env: D, the effective jitter in steps and its ceiling
+        self._delay_steps, self._jitter_steps, self._jitter_ceil = (
+            t[:, 0] for t in (self._steps.delay_steps, self._steps.jitter_steps_f32, self._steps.jitter_ceil)
+        )
+
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in self._QUEUE_VIEWS}
+        state["_queue_state"] = (self._ring.clone(), self._prev.clone())
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        ring, prev = state.pop("_queue_state")
+        self.__dict__.update(state)
+        self._build_queue()
+        self._ring.copy_(ring)
+        self._prev.copy_(prev)
+        self._refresh()
+
+    @property
+    def _random(self) -> RandomSource:
+        """The latency's random stream; the delay line draws its jitter from the same one."""
+        return self.__dict__["_stream"]
+
+    @_random.setter
+    def _random(self, source: RandomSource) -> None:
+        self.__dict__["_stream"] = source
+        line = self.__dict__.get("_line")
+        if line is not None:
+            line.random = source
 
     # -- validation ------------------------------------------------------------------------------------
     def _check_memory(self, delay: Any, jitter: Any, by_jitter: bool) -> None:
@@ -339,15 +384,12 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     # -- the latency law -------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        """Per-env steps from the per-env seconds: ``D`` (half to even), effective jitter, its ceiling."""
-        torch.div(self._delay_s, self.dt, out=self._scratch)
-        self._delay_steps.copy_(self._scratch.round_())
-        torch.minimum(self._jitter_s, self._delay_s, out=self._scratch)
-        self._scratch.div_(self.dt)
-        self._jitter_steps.copy_(self._scratch)
-        self._jitter_ceil.copy_(self._scratch.sub_(JITTER_CEIL_TOLERANCE).ceil_().clamp_(min=0))
+        """Per-env steps from the per-env seconds (the delay line's law: ``D`` half to even, effective
+        jitter, its ceiling), and the ``[delay, jitter]`` seconds the info reports."""
+        self._steps.set_seconds(self._delay_s, self._jitter_s, self.dt)
         jitter = torch.minimum(self._jitter_s, self._delay_s)
-        self._latency = torch.stack([self._delay_steps.to(torch.float64) * self.dt, jitter], 1).float()
+        delay = self._steps.delay_steps[:, 0].to(torch.float64) * self.dt
+        self._latency = torch.stack([delay, jitter], 1).float()
 
     def _resample(self, rows: torch.Tensor) -> None:
         changed = False
@@ -369,20 +411,16 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             return
         self._resample(rows)
         self._ep_t.masked_fill_(rows, 0)
-        self._prev.masked_fill_(rows, _FAR)
+        self._prev.masked_fill_(rows, FAR)  # no previous action: the monotone bound never binds
         self._applied = torch.where(rows.view(self._col), self._init, self._applied)
 
     def _shift(self) -> torch.Tensor:
-        """This step's ``D + floor(j/dt + u)`` per env (before the monotone rule)."""
-        if not self.has_jitter:
-            return self._delay_steps.clone()
-        self._random.uniform_(self._draw, None, 1)
-        extra = (self._jitter_steps * self._draw[0]).add_(self._draw[1]).floor_().long()
-        return torch.minimum(extra, self._jitter_ceil).add_(self._delay_steps)
+        """The effective shift of every env's last applied action (steps; a new tensor)."""
+        return self._prev.clone()
 
     def _in_flight(self) -> torch.Tensor:
         """``(B, S, *A)``: chosen, not yet applied actions newest first, then the last applied action."""
-        slots = (self._clock - self._slots) % (self.max_shift + 1)
+        slots = (self._clock.t - self._slots) % (self.max_shift + 1)
         window = self._ring.index_select(0, slots).transpose(0, 1)  # (B, S, *A)
         pending = torch.minimum(self._prev, self._ep_t)  # how many chosen actions are not applied yet
         keep = (self._k[None, :] < pending[:, None]).view(*window.shape[:2], *(1,) * len(self.action_shape))
@@ -425,20 +463,17 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         if self._torch_env is None:
             raise RuntimeError("ActionLatency.step() before reset(). Fix: call reset() first.")
         chosen = self._to_ring(actions)
-        slot = self._clock % (self.max_shift + 1)
-        self._ring[slot] = chosen
+        self._ring[self._clock.t % (self.max_shift + 1)] = chosen
         if self._pad_first:  # the episode's first action pads its start
             self._first = torch.where((self._ep_t == 0).view(self._col), chosen, self._first)
-        shift = torch.minimum(self._shift(), self._prev + 1)  # never older than the previous action
-        padded = (self._ep_t - shift) < 0
-        # ring row of the action chosen `shift` steps ago, per env: one gather on the flat (R*B) view
-        flat = ((self._clock - shift) % (self.max_shift + 1)).mul_(self.num_envs).add_(self._rows)
-        queued = self._ring.reshape(-1, *self.action_shape).index_select(0, flat)
+        # the delay line: this step's shift D + floor(j/dt + u), never older than the previous action
+        # (it becomes self._prev, in place), and the action chosen that many steps ago
+        self._line.sample_delay(STEP)
+        padded = (self._ep_t - self._prev) < 0  # before the episode's first action: the initial one
         fill = self._first if self._pad_first else self._init
-        applied = torch.where(padded.view(self._col), fill, queued)
-        self._prev = shift
+        applied = torch.where(padded.view(self._col), fill, self._queued_action)
         self._ep_t = self._ep_t + 1
-        self._clock += 1
+        self._clock.tick()
         self._applied = applied
         sent = applied
         restart = self._autoreset if self.autoreset_mode is AutoresetMode.NEXT_STEP else None
@@ -516,7 +551,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             "max_shift": self.max_shift,
             "action_shape": self.action_shape,
             "action_dtype": str(self._np_dtype),
-            "clock": self._clock,
+            "clock": self._clock.t,
             "ring": self._ring.clone(),
             "ep_t": self._ep_t.clone(),
             "prev": self._prev.clone(),
@@ -584,10 +619,10 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                         "with the options of the one that saved the checkpoint."
                     )
         dev = self.device
-        self._clock = int(state["clock"])
-        self._ring = state["ring"].to(dev, copy=True)
+        self._clock.t = int(state["clock"])
+        self._ring.copy_(state["ring"])  # in place: the delay line reads these buffers
         self._ep_t = state["ep_t"].to(dev, copy=True)
-        self._prev = state["prev"].to(dev, copy=True)
+        self._prev.copy_(state["prev"])
         self._first = state["first"].to(dev, copy=True)
         self._applied = state["applied"].to(dev, copy=True)
         self._autoreset = state["autoreset"].to(dev, copy=True)
