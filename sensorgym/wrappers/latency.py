@@ -45,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Mapping
@@ -271,6 +272,17 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         state = {k: v for k, v in self.__dict__.items() if k not in self._QUEUE_VIEWS}
         state["_queue_state"] = (self._ring.clone(), self._prev.clone())
         return state
+
+    def __deepcopy__(self, memo: dict) -> ActionLatency:
+        """``copy.deepcopy`` (through :meth:`__getstate__`); also over a ``gym.make_vec`` env of Gymnasium
+        < 1.4, whose consumed ``env_fns`` generator cannot be copied."""
+        from .checkpoint import picklable_env_fns
+
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        with picklable_env_fns(self.env):
+            new.__setstate__(copy.deepcopy(self.__getstate__(), memo))
+        return new
 
     def __setstate__(self, state: dict) -> None:
         ring, prev = state.pop("_queue_state")

@@ -16,6 +16,7 @@ import pytest
 import sensorgym as sg
 from sensorgym.core.delay_line import DelayLine
 from sensorgym.wrappers import ActionLatency
+from sensorgym.wrappers.checkpoint import picklable_env_fns
 
 
 def _lat() -> ActionLatency:
@@ -33,6 +34,11 @@ def _run(lat: ActionLatency, actions: np.ndarray) -> list[bytes]:
     return out
 
 
+def _pickled(lat: ActionLatency) -> ActionLatency:
+    with picklable_env_fns(lat):  # make_vec before Gymnasium 1.4 keeps a consumed generator
+        return pickle.loads(cloudpickle.dumps(lat))  # make_vec's env factories: cloudpickle
+
+
 def test_the_queue_is_the_core_delay_line():
     lat = _lat()
     assert isinstance(lat._line, DelayLine)
@@ -45,9 +51,7 @@ def test_a_copied_or_pickled_wrapper_continues_bit_for_bit(how):
     lat = _lat()
     lat.reset(seed=0)
     _run(lat, actions[:25])
-    twin = (
-        copy.deepcopy(lat) if how == "deepcopy" else pickle.loads(cloudpickle.dumps(lat))
-    )  # make_vec envs: cloudpickle
+    twin = copy.deepcopy(lat) if how == "deepcopy" else _pickled(lat)
     assert _run(twin, actions[25:]) == _run(lat, actions[25:])
     # the twin's queue is its own delay line's memory, not a detached copy
     assert twin._line.ring.buffer.data_ptr() == twin._ring.data_ptr()
