@@ -13,13 +13,18 @@ import argparse
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3 import PPO
 
-import sensorgym.envs  # noqa: F401 - registers sensorgym/AntSensors-v0
-from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+from sensorgym.app.cli import exit_if_missing
 
 
 def main(argv: list[str] | None = None) -> None:
+    # the extras this example needs: one line naming the pip command when one is missing, not a traceback
+    exit_if_missing("examples/ant_sensors.py", ["stable_baselines3", "mujoco"])
+    from stable_baselines3 import PPO
+
+    import sensorgym.envs  # noqa: F401 - registers sensorgym/AntSensors-v0
+    from sensorgym.integrations.sb3 import AsymmetricActorCriticPolicy, SB3VecEnv
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--timesteps", type=int, default=50_000)
     p.add_argument("--num-envs", type=int, default=4)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 import sensorgym as sg
-from sensorgym.app.training import train_ppo
+from sensorgym.app.cli import exit_if_missing
 
 SENSORS = {
     "angle": sg.StateSensorOptions(
@@ -22,6 +22,9 @@ SENSORS = {
 
 
 def main(argv: list[str] | None = None) -> dict:
+    exit_if_missing("examples/asymmetric_pendulum.py", ["stable_baselines3"])  # one line, not a traceback
+    from sensorgym.app.training import train_ppo
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--timesteps", type=int, default=100_000)
     p.add_argument("--critic", choices=["symmetric", "asymmetric"], default="asymmetric")

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from .config import Config, apply_overrides
+from .signals import stop_requested
 
 __all__ = [
     "Run",
@@ -220,19 +221,26 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 
 def _append(path: Path, row: dict[str, Any], fields: list[str]) -> None:
-    """Append one row; a CSV written with fewer columns (an older version) is rewritten with all."""
+    """Append one row. A CSV whose header lacks some of ``fields`` (another sweep of the same config, or an
+    older version) is rewritten with the union of both headers, its own columns first: a rewrite never
+    drops a column, so the rows already there keep every value (a key a row does not set stays empty,
+    which the summary reads as the config's own value)."""
+    header: list[str] = []
     if path.exists():
         with path.open() as f:
             header = next(csv.reader(f), [])
-        if header and set(fields) - set(header):
-            rows = read_results(path)
-            with path.open("w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-                writer.writeheader()
-                writer.writerows(rows)
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+    columns = header + [k for k in fields if k not in header] if header else list(fields)
+    if header and columns != header:
+        rows = read_results(path)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, path)  # a kill mid-rewrite leaves the old file whole
+    new = not header
+    with path.open("a" if header else "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         if new:
             writer.writeheader()
         writer.writerow(row)
@@ -318,13 +326,40 @@ def run_sweep(
     ``threads``: torch intra-op threads per run; default ``max(1, cores // workers)`` for local runs
     (:func:`default_threads`) and 1 on Ray, where each task reserves ``threads`` CPUs.
 
-    Raises :class:`SweepInterrupted` on Ctrl-C, after keeping every finished run in ``results.csv``.
+    Without ``progress`` bars (output that is not a terminal, or ``--no-progress``), ``log`` gets one line
+    per finished run: its setting, score and seconds.
+
+    Raises :class:`SweepInterrupted` on Ctrl-C (or SIGTERM, under
+    :func:`~sensorgym.app.signals.sigterm_as_sigint`), after keeping every finished run in ``results.csv``.
     """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(cfg.raw, indent=2, default=str))
-    csv_path = out / "results.csv"
     runs = plan_runs(cfg)
+    # before anything is written: no cluster there is a one-line mistake, not a half-written study
+    ray_started = _connect_ray(ray_address) if ray_address else False
+    try:
+        return _sweep(cfg, out, runs, workers, ray_address, progress, log, threads)
+    finally:
+        if ray_started:
+            import ray
+
+            with _sigint_ignored():
+                ray.shutdown()
+
+
+def _sweep(
+    cfg: Config,
+    out: Path,
+    runs: list[Run],
+    workers: int,
+    ray_address: str | None,
+    progress: bool,
+    log: Callable[[str], None],
+    threads: int | None,
+) -> list[dict[str, Any]]:
+    """:func:`run_sweep` once Ray (if used) is connected."""
+    out.mkdir(parents=True, exist_ok=True)
+    _write_atomic(out / "config.json", json.dumps(cfg.raw, indent=2, default=str))
+    csv_path = out / "results.csv"
     cell_keys = sorted({k for r in runs for k in r.cell})
     fields = ["run_id", "critic", "seed", *cell_keys, *RESULT_FIELDS[3:]]
     wanted = {r.run_id for r in runs}
@@ -357,10 +392,18 @@ def run_sweep(
     )
     labels = {r.run_id: f"{r.critic} s{r.seed} {_label(r.cell)}" for r in runs}
     bars = _Bars(len(runs), len(runs) - len(todo), progress)
+    finished = [len(runs) - len(todo)]
 
     def on_row(row: dict[str, Any]) -> None:
         _append(csv_path, row, fields)
         bars.finish(row["run_id"])
+        finished[0] += 1
+        if not progress:  # a log, not a terminal: one plain line per finished run instead of bars
+            log(
+                f"[{finished[0]}/{len(runs)}] {labels.get(row['run_id'], row['run_id'])}: score "
+                f"{float(row['eval_return_mean']):.1f} (sd {float(row['eval_return_std']):.1f} over "
+                f"{row['eval_episodes']} episodes), {float(row['train_seconds']):.0f} s of training"
+            )
 
     try:
         if not todo:
@@ -509,6 +552,8 @@ def _run_processes(
             if remaining and not any(p.is_alive() for p in procs):
                 for row in _collect_finished(out, csv_path, fields, on_row):
                     remaining.discard(row["run_id"])
+                if remaining and stop_requested():  # a SIGTERM to the whole group reached them first
+                    raise KeyboardInterrupt
                 if remaining:
                     codes = [p.exitcode for p in procs]
                     raise RuntimeError(
@@ -524,6 +569,36 @@ def _run_processes(
                     q.close()
 
 
+def _connect_ray(address: str) -> bool:
+    """Connect to (or, for ``"local"``, start) Ray; returns whether this call started it. No cluster at
+    ``address`` is a :class:`~sensorgym.app.config.UserError` naming the fix (Ray's own error is a
+    ``ConnectionError`` with a 30-line traceback)."""
+    from .config import UserError
+
+    try:
+        import ray
+    except ImportError:
+        raise UserError(
+            '--ray needs Ray, which is not installed. Fix: pip install "sensorgym[ray]".'
+        ) from None
+    if ray.is_initialized():
+        return False
+    try:
+        ray.init(
+            address=None if address == "local" else address,
+            ignore_reinit_error=True,
+            log_to_driver=False,
+            include_dashboard=False,
+        )
+    except ConnectionError as e:
+        first = " ".join(str(e).split(". ")[0].split())
+        raise UserError(
+            f"--ray {address}: no Ray cluster to connect to ({first}). Fix: start one (ray start --head) "
+            "or pass its address (ray://host:10001), or run here: --ray local, or --workers N without --ray."
+        ) from None
+    return True
+
+
 def _run_ray(
     cfg: Config,
     todo: list[Run],
@@ -533,22 +608,10 @@ def _run_ray(
     labels: dict[str, str],
     threads: int,
 ) -> None:
-    from .config import UserError
+    """Run ``todo`` as Ray tasks on the cluster :func:`_connect_ray` connected to (``address``)."""
+    import ray
+    from ray.util.queue import Queue
 
-    try:
-        import ray
-        from ray.util.queue import Queue
-    except ImportError:
-        raise UserError(
-            '--ray needs Ray, which is not installed. Fix: pip install "sensorgym[ray]".'
-        ) from None
-    started_here = not ray.is_initialized()
-    ray.init(
-        address=None if address == "local" else address,
-        ignore_reinit_error=True,
-        log_to_driver=False,
-        include_dashboard=False,
-    )
     pending: list[Any] = []
     try:
         channel = Queue() if bars.enabled else None
@@ -570,10 +633,6 @@ def _run_ray(
                     with contextlib.suppress(Exception):
                         ray.cancel(ref, force=True)
         raise
-    finally:
-        if started_here:
-            with _sigint_ignored():
-                ray.shutdown()
 
 
 # -- statistics --------------------------------------------------------------------------------

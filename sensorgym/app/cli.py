@@ -13,7 +13,10 @@ Commands (each runs an embedded default when called without ``--config``):
 
 A mistake the user can fix (a config, a flag, a path, a missing package) prints one line naming what is
 wrong and the fix, and exits with code 2; Ctrl-C stops within seconds, keeps what is finished, prints how
-to resume, and exits with code 130.
+to resume, and exits with code 130; SIGTERM (SLURM, ``timeout``, ``docker stop``) does the same and exits
+with code 143 (:mod:`~sensorgym.app.signals`). A reused ``--out`` never loses results: ``train`` and
+``ablate`` refuse a folder holding another run or study, and ``--force`` moves it aside
+(:mod:`~sensorgym.app.outdir`). Progress bars are drawn on a terminal only; a log gets plain lines.
 
 Example:
     >>> from sensorgym.app.cli import main
@@ -25,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import os
 import shlex
@@ -91,6 +95,24 @@ def _require(command: str, modules: Sequence[str]) -> None:
             f"needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed. "
             f"Fix: {install_fix(missing)}"
         )
+
+
+def exit_if_missing(program: str, modules: Sequence[str]) -> None:
+    """For scripts outside the command line (the examples): when an optional module is missing, print one
+    line naming it and the exact pip command, and exit with code 2 (instead of a raw
+    ``ModuleNotFoundError`` traceback).
+
+    Example:
+        >>> exit_if_missing("my_script.py", ["numpy"])   # installed: nothing happens
+    """
+    missing = [m for m in modules if not _installed(m)]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        print(
+            f"{program}: needs {', '.join(missing)}, which {verb} not installed. Fix: {install_fix(missing)}",
+            file=sys.stderr,
+        )
+        raise SystemExit(EXIT_USER_ERROR)
 
 
 def _config(path: str | None, default: str) -> tuple[Any, str]:
@@ -177,21 +199,26 @@ def _demo(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     _require("inspect", ["matplotlib", *(["stable_baselines3"] if args.model else [])])
     from .inspection import format_summary, run_inspect
+    from .outdir import prepare_file
 
-    cfg, source = _config(args.config, "inspect")
-    _check_env(cfg, source)
     model = None
     if args.model:
-        from .config import UserError
-        from .saved_policy import SavedPolicy
+        from .saved_policy import SavedPolicy, check_run_dir
 
-        if not (Path(args.model) / "model.zip").exists():
-            raise UserError(
-                f"--model {args.model}: no model.zip there. Fix: pass the run directory "
-                "`sensorgym train --out` wrote (default: sensorgym_outputs/train)."
-            )
+        run_config = check_run_dir(Path(args.model), "--model")
+        if args.config is None:  # the policy's own config: the sensors, shapes and latency it was trained on
+            from .config import load_config
+
+            cfg, source = load_config(run_config), str(run_config)
+        else:
+            cfg, source = _config(args.config, "inspect")
+        _check_env(cfg, source)
         model = SavedPolicy(args.model, source)  # normalized as in training, checked against the config
+    else:
+        cfg, source = _config(args.config, "inspect")
+        _check_env(cfg, source)
     out = Path(args.out or DEFAULT_OUT / "inspect.png")
+    prepare_file(out)  # a folder there, or a read-only place: one line, before anything is recorded
     result = run_inspect(cfg, steps=args.steps, seed=args.seed, out=out, model=model)
     dt = float(result.times[1] - result.times[0]) if len(result.times) > 1 else 0.0
     print(
@@ -209,8 +236,27 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bars(args: argparse.Namespace) -> bool:
+    """Progress bars only on a terminal: elsewhere (a log file, a pipe, a batch job) their redraws fill
+    the log with control codes (~21 KB a minute), so the commands print plain lines instead."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)  # flushed: a log read while the command runs (tail -f, a batch job) shows it
+
+
+def _stopped() -> str:
+    from .signals import signal_name
+
+    return "interrupted" if signal_name() == "Ctrl-C" else "stopped by SIGTERM"
+
+
 def _train(args: argparse.Namespace) -> int:
-    _require("train", ["stable_baselines3", "tensorboard", *([] if args.no_progress else ["tqdm"])])
+    bars = _bars(args)
+    _require("train", ["stable_baselines3", "tensorboard", *(["tqdm"] if bars else [])])
+    from .outdir import RUN_FILES, STUDY_FILES, move_aside, prepare_folder, run_conflict
+    from .signals import interrupted_exit_code
     from .training import TrainingInterrupted, planned_timesteps, rollout_steps, train_from_config
 
     out = Path(args.out or DEFAULT_OUT / "train")
@@ -221,6 +267,11 @@ def _train(args: argparse.Namespace) -> int:
             raise UserError(
                 f"--critic {args.critic}: resuming continues the run in {out} with its own critic. Fix: drop "
                 "--critic, or start a new run in another --out."
+            )
+        if args.force:
+            raise UserError(
+                "--force with --resume: --resume continues the run in --out, --force would move it aside. "
+                "Fix: drop one of them."
             )
         if args.config:
             print(f"(--config {args.config} is not used: resuming continues with {out / 'config.json'})")
@@ -233,10 +284,25 @@ def _train(args: argparse.Namespace) -> int:
                 f"--out {out}: no run to resume there (no config.json). Fix: pass the --out of a run "
                 "that `sensorgym train` wrote, or drop --resume."
             ) from None
+        except NotADirectoryError:
+            raise UserError(
+                f"--out {out} is a file, not a run directory. Fix: pass the --out of a run that "
+                "`sensorgym train` wrote."
+            ) from None
         source = str(out / "config.json")
     else:
         cfg, source = _config(args.config, "train")
     _check_env(cfg, source, training=True)
+    prepare_folder(out)  # a file there, or a read-only place: one line, before anything is trained
+    if not args.resume:
+        from .config import UserError
+
+        conflict = run_conflict(out)
+        if conflict and not args.force:
+            raise UserError(conflict)
+        if conflict:
+            moved = move_aside(out, [*RUN_FILES, *STUDY_FILES])
+            print(f"--force: moved what {out} held to {moved} (nothing was deleted)")
     if args.critic and not args.resume:
         cfg.critic.type = args.critic
         cfg.raw.setdefault("critic", {})["type"] = args.critic
@@ -262,26 +328,38 @@ def _train(args: argparse.Namespace) -> int:
         result = train_from_config(
             cfg,
             out,
-            progress_bar=not args.no_progress,
+            progress_bar=bars,
             timesteps=args.timesteps,
             seed=args.seed,
             checkpoint_every=args.checkpoint_every,
             resume=args.resume,
             interruptible=True,
+            progress_log=None if bars else _log,
         )
     except TrainingInterrupted as e:
+        if e.checkpoint is None:
+            print(
+                f"sensorgym train: {_stopped()} at {e.timesteps:,} steps, before the first update wrote a "
+                "checkpoint; nothing to resume: run the same command again to start over.",
+                file=sys.stderr,
+            )
+            return interrupted_exit_code()
+        redo = e.timesteps - e.checkpoint_timesteps
+        again = f"; the {redo:,} steps of the rollout it cut short are trained again" if redo > 0 else ""
         print(
-            f"sensorgym train: interrupted at {e.timesteps:,} steps; checkpoint saved in {e.checkpoint}. "
-            f"Resume with: {resume_cmd}",
+            f"sensorgym train: {_stopped()} at {e.timesteps:,} steps; checkpoint saved in {e.checkpoint} "
+            f"at {e.checkpoint_timesteps:,} steps (the last update{again}, so the resumed run is the "
+            f"uninterrupted one). Resume with: {resume_cmd}",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return interrupted_exit_code()
     except KeyboardInterrupt:
         if (out / "checkpoint" / "model.zip").exists():
-            print(f"sensorgym train: interrupted. Resume with: {resume_cmd}", file=sys.stderr)
+            print(f"sensorgym train: {_stopped()}. Resume with: {resume_cmd}", file=sys.stderr)
         else:
-            print("sensorgym train: interrupted before training started; nothing to resume.", file=sys.stderr)
-        return EXIT_INTERRUPTED
+            line = f"sensorgym train: {_stopped()} before training started; nothing to resume."
+            print(line, file=sys.stderr)
+        return interrupted_exit_code()
     episodes, eval_seed = result["eval_episodes"], result["eval_seed"]
     if result["eval_history"]:
         print(
@@ -336,16 +414,20 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _ablate(args: argparse.Namespace) -> int:
+    bars = _bars(args)
     _require(
         "ablate",
         [
             "stable_baselines3",
             "matplotlib",
-            *([] if args.no_progress else ["tqdm"]),
+            *(["tqdm"] if bars else []),
             *(["ray"] if args.ray else []),
         ],
     )
-    from .ablation import SweepInterrupted, available_cores, run_sweep
+    from .ablation import SweepInterrupted, available_cores, plan_runs, run_sweep
+    from .config import UserError
+    from .outdir import STUDY_FILES, move_aside, prepare_folder, study_conflict
+    from .signals import interrupted_exit_code
 
     cfg, source = _config(args.config, "ablate")
     if args.timesteps:
@@ -356,6 +438,13 @@ def _ablate(args: argparse.Namespace) -> int:
         cfg.raw.setdefault("sweep", {})["seeds"] = list(args.seeds)
     _check_env(cfg, source, sweep=True, training=True)
     out = Path(args.out or DEFAULT_OUT / "ablate")
+    prepare_folder(out)  # a file there, or a read-only place: one line, before any run
+    conflict = study_conflict(out, cfg.raw, {r.run_id for r in plan_runs(cfg)})
+    if conflict and not args.force:
+        raise UserError(conflict)
+    if conflict:
+        moved = move_aside(out, STUDY_FILES)
+        print(f"--force: moved the study {out} held to {moved} (nothing was deleted)")
     workers = args.workers if args.workers is not None else min(2, available_cores())
     try:
         run_sweep(
@@ -363,8 +452,9 @@ def _ablate(args: argparse.Namespace) -> int:
             out,
             workers=workers,
             ray_address=args.ray,
-            progress=not args.no_progress,
+            progress=bars,
             threads=args.threads,
+            log=_log,
         )
     except SweepInterrupted as e:
         kept = (
@@ -373,11 +463,11 @@ def _ablate(args: argparse.Namespace) -> int:
             else f"none of the {e.total} runs had finished"
         )
         print(
-            f"sensorgym ablate: interrupted; {kept}. Resume (finished runs are skipped) with: "
+            f"sensorgym ablate: {_stopped()}; {kept}. Resume (finished runs are skipped) with: "
             f"{shlex.join(['sensorgym', *args.argv])}",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return interrupted_exit_code()
     print((out / "summary.md").read_text())
     print(f"outputs: {out / 'results.csv'}, {out / 'summary.md'}, {out / 'return_vs_level.png'}")
     return 0
@@ -483,7 +573,8 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument(
         "--model",
         metavar="RUN_DIR",
-        help="a run directory from `sensorgym train` to act instead of random actions",
+        help="a run directory from `sensorgym train` to act instead of random actions (with the run's own "
+        "config.json unless --config is given)",
     )
     ins.set_defaults(func=_inspect)
 
@@ -522,7 +613,18 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--resume", action="store_true", help="continue the run in --out from its checkpoint and config.json"
     )
-    tr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    tr.add_argument(
+        "--force",
+        action="store_true",
+        help="start a new run even if --out holds one: what it holds is moved, untouched, into "
+        "--out/replaced-<time>/ (without --force such a folder is refused)",
+    )
+    tr.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar: a plain line per tenth of the run (the default when the output is not a "
+        "terminal)",
+    )
     tr.set_defaults(func=_train)
 
     ev = sub.add_parser(
@@ -588,7 +690,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--timesteps",
         metavar="STEPS",
         type=_positive("steps", 50000),
-        help="override the training budget of every run (changes the runs: none are reused)",
+        help="override the training budget of every run (changes every run: an --out holding the study of "
+        "another budget is refused; choose a new --out)",
     )
     ab.add_argument(
         "--seeds",
@@ -597,7 +700,18 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         help="override the seeds (finished runs of these seeds are reused)",
     )
-    ab.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ab.add_argument(
+        "--force",
+        action="store_true",
+        help="run even if --out holds a study of another config: that study is moved, untouched, into "
+        "--out/replaced-<time>/ (without --force such a folder is refused; the same config resumes)",
+    )
+    ab.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bars: one line per finished run, with its score and seconds (the default when "
+        "the output is not a terminal)",
+    )
     ab.set_defaults(func=_ablate)
 
     from .fit_command import add_fit_parser  # issue 27: its flags and run live in fit_command.py
@@ -611,7 +725,8 @@ def _one_line(message: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0, 2 for a user error, 130 for Ctrl-C)."""
+    """Run the command line; returns the exit code (0, 2 for a user error, 130 for Ctrl-C, 143 for
+    SIGTERM)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
@@ -619,11 +734,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0
     args.argv = argv
     prefix = f"sensorgym {args.command}:"
+    from .signals import interrupted_exit_code, sigterm_as_sigint
+
     try:
-        return args.func(args)
-    except KeyboardInterrupt:  # outside the commands' own handling (e.g. while loading torch)
-        print(f"{prefix} interrupted.", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        with sigterm_as_sigint():  # SIGTERM (SLURM, timeout, docker stop) stops a command as Ctrl-C does
+            try:
+                return args.func(args)
+            except KeyboardInterrupt:  # outside the commands' own handling (e.g. while loading torch)
+                print(f"{prefix} {_stopped()}.", file=sys.stderr)
+                return interrupted_exit_code()
+    except KeyboardInterrupt:  # a second signal during the first one's message
+        return interrupted_exit_code()
     except BrokenPipeError:  # the output went to a pipe that closed early (e.g. `| head`)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python would otherwise complain when flushing at exit
@@ -650,11 +771,52 @@ def _user_message(e: Exception) -> str | None:
     except ImportError:  # pragma: no cover - gymnasium is a core dependency
         gym = None
     if gym is not None and isinstance(e, gym.error.DependencyNotInstalled):
-        fix = install_fix(["mujoco"]) if "mujoco" in str(e).lower() else "install the package it names"
-        return f"{_one_line(e)} Fix: {fix}"
+        return _dependency_message(_one_line(e))
     if isinstance(e, (ValueError, TypeError, RuntimeError)) and "Fix:" in str(e):
         return _one_line(e)
+    if isinstance(e, OSError) and e.errno in _ENVIRONMENT_ERRNOS:
+        # the machine, not the code: a full disk, a read-only or protected folder, a file in the way
+        where = f" {e.filename}" if e.filename else ""
+        return (
+            f"cannot write{where}: {(e.strerror or str(e)).lower()}. Fix: free space, or choose a writable "
+            "--out that is a folder."
+        )
     return None
+
+
+#: OSErrors that say something about the machine's folders and disks, not about sensorgym's code
+_ENVIRONMENT_ERRNOS = {
+    errno.EROFS,
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EEXIST,
+    errno.ENOTDIR,
+    errno.EISDIR,
+}
+
+
+def _dependency_message(text: str) -> str:
+    """Gymnasium's "X is not installed" as one line with one fix (its own text names a fix of its own, so
+    printing it with ours gave two different ones).
+
+    Example:
+        >>> _dependency_message('MuJoCo is not installed, run `pip install "gymnasium[mujoco]"`')
+        'an env of the config needs MuJoCo, which is not installed. Fix: pip install "sensorgym[mujoco]"'
+        >>> _dependency_message('Box2D is not installed, you can install it by run `pip install swig` '
+        ...                     'followed by `pip install "gymnasium[box2d]"`').split(". ")[1]
+        'Fix: pip install swig followed by pip install "gymnasium[box2d]"'
+    """
+    import re
+
+    what = re.split(r" is not installed| not installed", text, maxsplit=1)[0].strip() or "a package"
+    if "mujoco" in text.lower():
+        fix = install_fix(["mujoco"])
+    else:
+        commands = re.findall(r"`([^`]+)`", text)
+        fix = " followed by ".join(commands) if commands else f"install {what}"
+    return f"an env of the config needs {what}, which is not installed. Fix: {fix}"
 
 
 if __name__ == "__main__":

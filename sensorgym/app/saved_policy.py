@@ -20,7 +20,44 @@ import numpy as np
 
 from .config import UserError
 
-__all__ = ["SavedPolicy", "policy_input_differences"]
+__all__ = ["SavedPolicy", "check_run_dir", "policy_input_differences"]
+
+
+def check_run_dir(run_dir: Path, flag: str) -> Path:
+    """The ``config.json`` of the run directory ``run_dir`` that holds a trained model, or a
+    :class:`~sensorgym.app.config.UserError` naming the fix: a file instead of a folder, no such folder, a
+    folder without a run, or a run whose training was interrupted (its checkpoint names ``--resume``).
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> run = Path(tempfile.mkdtemp())
+        >>> (run / "checkpoint").mkdir(); _ = (run / "config.json").write_text("{}")
+        >>> _ = (run / "checkpoint" / "progress.json").write_text('{"timesteps": 69632}')
+        >>> try:
+        ...     check_run_dir(run, "--model")
+        ... except UserError as e:
+        ...     "interrupted at 69,632 steps" in str(e), f"sensorgym train --out {run} --resume" in str(e)
+        (True, True)
+    """
+    from .outdir import checkpoint_steps
+
+    fix = "Fix: pass the run directory `sensorgym train --out` wrote (default: sensorgym_outputs/train)."
+    if run_dir.is_file():
+        raise UserError(f"{flag} {run_dir} is a file; it needs a run directory. {fix}")
+    if not run_dir.exists():
+        raise UserError(f"{flag} {run_dir}: no such run directory. {fix}")
+    if (run_dir / "model.zip").exists() and (run_dir / "config.json").exists():
+        return run_dir / "config.json"
+    steps = checkpoint_steps(run_dir / "checkpoint")
+    if steps is not None:  # trained, but interrupted before the end: the final model is not written yet
+        at = f" at {steps:,} steps" if steps >= 0 else ""
+        raise UserError(
+            f"{flag} {run_dir}: its training was interrupted{at}, so it holds a checkpoint, not a trained "
+            f"model. Fix: finish its training with `sensorgym train --out {run_dir} --resume`, then run this "
+            "again."
+        )
+    raise UserError(f"{flag} {run_dir}: no trained model there (model.zip, config.json). {fix}")
 
 
 def policy_input_differences(trained: Any, other: Any) -> list[str]:

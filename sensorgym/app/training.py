@@ -25,8 +25,10 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
+import os
 import shutil
 import signal
 import threading
@@ -203,21 +205,26 @@ def check_ppo_kwargs(kwargs: Mapping[str, Any], n_envs: int, source: str) -> Non
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Training stopped on Ctrl-C (SIGINT) after writing a checkpoint it can resume from.
+    """Training stopped on Ctrl-C (SIGINT) or SIGTERM.
 
-    ``timesteps``: steps trained when it stopped; ``checkpoint``: the checkpoint folder (``None`` when the
-    run had none).
+    ``timesteps``: steps trained when it stopped; ``checkpoint``: the checkpoint folder that resumes the
+    run, or ``None`` when none was written yet (the first is written after the first update);
+    ``checkpoint_timesteps``: the steps that checkpoint holds (the last whole rollout before the stop:
+    the steps of the rollout that was cut short are trained again on resume, so that the resumed run is
+    the uninterrupted one).
     """
 
-    def __init__(self, timesteps: int, checkpoint: Path | None) -> None:
+    def __init__(self, timesteps: int, checkpoint: Path | None, checkpoint_timesteps: int = 0) -> None:
         super().__init__(f"training interrupted at {timesteps} steps")
         self.timesteps, self.checkpoint = int(timesteps), checkpoint
+        self.checkpoint_timesteps = int(checkpoint_timesteps)
 
 
 @contextlib.contextmanager
 def _first_sigint_sets(event: threading.Event) -> Iterator[None]:
     """While active (main thread only): the first SIGINT sets ``event`` (training stops at its next env
-    step and checkpoints), a second one raises ``KeyboardInterrupt`` at once."""
+    step), a second one raises ``KeyboardInterrupt`` at once. (SIGTERM does the same under
+    :func:`sensorgym.app.signals.sigterm_as_sigint`.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -232,6 +239,55 @@ def _first_sigint_sets(event: threading.Event) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@functools.cache
+def _ppo_class() -> type:
+    """PPO that calls ``self._after_update()`` (when set) right after each update.
+
+    That moment, after ``train()`` and before the next rollout draws its exploration noise, is the one
+    point where a checkpoint resumes bit-identically: the state there is the state ``learn()`` ends with.
+    A callback cannot reach it (``on_rollout_start`` comes after the new rollout's ``reset_noise``, which
+    draws from the random state the checkpoint would save), so the hook lives in the algorithm. The hook
+    is never saved (``_excluded_save_params``); ``model.zip`` loads with plain ``PPO.load``.
+    """
+    from stable_baselines3 import PPO
+
+    class RolloutCheckpointPPO(PPO):
+        _after_update: Callable[[], None] | None = None
+
+        def _excluded_save_params(self) -> list[str]:
+            return [*super()._excluded_save_params(), "_after_update"]
+
+        def train(self) -> None:
+            super().train()
+            hook = self.__dict__.get("_after_update")
+            if hook is not None:
+                hook()
+
+    return RolloutCheckpointPPO
+
+
+def _recover_checkpoint(ckpt: Path) -> None:
+    """Finish a checkpoint swap that a kill cut short (see :func:`_save_checkpoint_atomically`)."""
+    old, tmp = ckpt.with_name(ckpt.name + ".old"), ckpt.with_name(ckpt.name + ".tmp")
+    if not ckpt.exists() and old.exists():
+        os.replace(old, ckpt)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _save_checkpoint_atomically(ckpt: Path, model: Any, env: Any, progress: dict[str, Any]) -> None:
+    """Write the checkpoint into ``<ckpt>.tmp`` and swap it in, so that a kill (SIGKILL, a power cut)
+    while writing leaves the previous checkpoint whole, never a mix of two."""
+    tmp, old = ckpt.with_name(ckpt.name + ".tmp"), ckpt.with_name(ckpt.name + ".old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_checkpoint(tmp, model, env)
+    (tmp / "progress.json").write_text(json.dumps(progress))
+    if ckpt.exists():
+        os.replace(ckpt, old)
+    os.replace(tmp, ckpt)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _stop_callback(event: threading.Event) -> Any:
@@ -252,23 +308,38 @@ def _stop_callback(event: threading.Event) -> Any:
     return StopOnEvent()
 
 
-def _progress_callback(total: int) -> Any:
-    """A tqdm bar over the steps PPO will actually train (``total``: the budget rounded up to rollouts)."""
+def _progress_callback(total: int, log: Callable[[str], None] | None = None) -> Any:
+    """A tqdm bar over the steps PPO will actually train (``total``: the budget rounded up to rollouts);
+    with ``log`` (output that is not a terminal, where a bar's redraws would fill a log with control
+    codes) one plain line per tenth of the run instead."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     class Progress(BaseCallback):
         def _on_training_start(self) -> None:
-            from tqdm.auto import tqdm
+            self.start = time.perf_counter()
+            if log is None:
+                from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, initial=self.num_timesteps, unit="step", desc="training")
+                self.bar = tqdm(total=total, initial=self.num_timesteps, unit="step", desc="training")
+            else:
+                self.next_tenth = self.num_timesteps * 10 // max(total, 1) + 1
 
         def _on_step(self) -> bool:
-            self.bar.update(self.num_timesteps - self.bar.n)
+            if log is None:
+                self.bar.update(self.num_timesteps - self.bar.n)
+            elif self.num_timesteps * 10 >= self.next_tenth * total:
+                self.next_tenth = self.num_timesteps * 10 // max(total, 1) + 1
+                seconds = time.perf_counter() - self.start
+                log(
+                    f"  trained {self.num_timesteps:,} of {total:,} steps "
+                    f"({100 * self.num_timesteps // max(total, 1)}%), {seconds:.0f} s"
+                )
             return True
 
         def _on_training_end(self) -> None:
-            self.bar.update(self.num_timesteps - self.bar.n)
-            self.bar.close()
+            if log is None:
+                self.bar.update(self.num_timesteps - self.bar.n)
+                self.bar.close()
 
     return Progress()
 
@@ -510,6 +581,7 @@ def train_ppo(
     resume: bool = False,
     interruptible: bool = False,
     dt: float | None = None,
+    progress_log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Train PPO with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` + ``"critic"``)
     critic and evaluate it, optionally under a different sensor configuration (``eval_sensors``).
@@ -519,26 +591,32 @@ def train_ppo(
     (``None``: none). ``policy_age``/``critic_age`` name sensors whose reading's age is appended.
 
     With ``checkpoint_dir``, a checkpoint (model, normalization statistics, sensor state with a snapshot
-    of the envs, random states) is written every ``checkpoint_every`` steps and at the end; ``resume``
-    continues from it exactly, mid-episode, in a fresh process.
+    of the envs, random states, and ``progress.json``: the steps, the learning curve so far and the
+    training seconds) is written right after an update: after every update by default, or after the first
+    update at or after each multiple of ``checkpoint_every`` steps, and always at the end. ``resume``
+    continues from it in a fresh process exactly as the uninterrupted run would have gone on: the same
+    steps, the same observations and actions, the same learning curve and final score.
 
     PPO trains whole rollouts, so ``timesteps`` is a budget: the run trains
     ``planned_timesteps(timesteps, rollout_steps(ppo_kwargs, n_envs))`` steps (``progress_bar`` counts
     to that). The final score is the mean return of ``eval_episodes`` episodes of the deterministic policy
     on envs seeded ``eval_seed(seed)``; the periodic evaluations (``eval_every``) use the same envs.
 
-    With ``interruptible`` (main thread only), the first Ctrl-C stops training at the next env step,
-    writes the checkpoint (with ``checkpoint_dir``) and raises :class:`TrainingInterrupted`.
+    With ``interruptible`` (main thread only), the first Ctrl-C (or SIGTERM, under
+    :func:`~sensorgym.app.signals.sigterm_as_sigint`) stops training at the next env step and raises
+    :class:`TrainingInterrupted`; the checkpoint of the last update is what resumes (a checkpoint written
+    mid-rollout could not resume exactly: the rollout's first half and the exploration noise it drew
+    would be lost). ``progress_log`` (a function taking a line) reports progress as plain lines instead
+    of ``progress_bar``'s bar.
 
     Returns a dict with the final score (``eval_return_mean``, ``eval_return_std`` (ddof=1),
     ``eval_returns``, ``eval_episodes``, ``eval_seed``), ``timesteps`` (trained),
     ``timesteps_budget``, ``rollout_steps``, timings and the settings of the run.
     """
     import gymnasium as gym
-    from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
 
-    from ..integrations.sb3 import AsymmetricActorCriticPolicy, SensorCheckpointCallback
+    from ..integrations.sb3 import AsymmetricActorCriticPolicy
 
     if critic not in CRITIC_TYPES:
         raise ValueError(f"critic={critic!r}: expected one of {CRITIC_TYPES}.")
@@ -572,11 +650,17 @@ def train_ppo(
         kwargs.pop("use_sde", None)
         kwargs.pop("sde_sample_freq", None)
     ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    ppo_class = _ppo_class()
+    progress: dict[str, Any] = {}
+    if ckpt is not None:
+        _recover_checkpoint(ckpt)
     if resume and ckpt is not None and (ckpt / "model.zip").exists():
-        model, env = load_checkpoint(ckpt, env, tensorboard_log)
+        model, env = load_checkpoint(ckpt, env, tensorboard_log, algorithm=ppo_class)
+        with contextlib.suppress(OSError, ValueError):
+            progress = json.loads((ckpt / "progress.json").read_text())
     else:
         critic_keys = ("policy", "critic") if critic == "asymmetric" else ("policy",)
-        model = PPO(
+        model = ppo_class(
             AsymmetricActorCriticPolicy,
             env,
             seed=seed,
@@ -591,8 +675,8 @@ def train_ppo(
     stop = threading.Event()
     callbacks = [callback] if callback is not None else []
     callbacks.append(_stop_callback(stop))
-    if progress_bar:
-        callbacks.append(_progress_callback(planned))
+    if progress_bar or progress_log is not None:
+        callbacks.append(_progress_callback(planned, progress_log))
     periodic = None
     if eval_every:
         periodic = _eval_callback(
@@ -602,21 +686,54 @@ def train_ppo(
             env,
             until=planned,
         )
+        # the learning curve so far (a resumed run continues it: its points before the interrupt stay)
+        periodic.history = [tuple(point) for point in progress.get("eval_history", [])]
+        periodic.next_at = int(progress.get("next_eval_at", eval_every))
         callbacks.append(periodic)
-    if ckpt is not None:
-        # every `checkpoint_every` steps at a rollout boundary, and at the end (SensorCheckpointCallback)
-        callbacks.append(SensorCheckpointCallback(str(ckpt), checkpoint_every or timesteps))
+    seconds_before = float(progress.get("train_seconds", 0.0))
     start = time.perf_counter()
-    with _first_sigint_sets(stop) if interruptible else contextlib.nullcontext():
-        model.learn(
-            max(timesteps - model.num_timesteps, 0),
-            callback=CallbackList(callbacks),
-            reset_num_timesteps=model.num_timesteps == 0,
-        )
-    train_seconds = time.perf_counter() - start
+    saved = {"timesteps": int(progress.get("timesteps", 0)) if ckpt is not None and resume else 0}
+    if ckpt is not None:
+        every = checkpoint_every
+        next_save = [(model.num_timesteps // every + 1) * every if every else 0]
+
+        def after_update() -> None:
+            # after each update: every rollout by default (an interrupt then loses at most the rollout
+            # it cut short), or at the first update at or after each multiple of checkpoint_every; always
+            # at the end
+            if model.num_timesteps < next_save[0] and model.num_timesteps < planned:
+                return
+            if checkpoint_every:
+                next_save[0] = (model.num_timesteps // checkpoint_every + 1) * checkpoint_every
+            state = {
+                "timesteps": int(model.num_timesteps),
+                "eval_history": periodic.history if periodic is not None else [],
+                "next_eval_at": periodic.next_at if periodic is not None else 0,
+                "train_seconds": seconds_before + time.perf_counter() - start,
+            }
+            model.__dict__.pop("_after_update", None)  # never pickled into model.zip
+            try:
+                _save_checkpoint_atomically(ckpt, model, env, state)
+            finally:
+                model._after_update = after_update
+            saved["timesteps"] = int(model.num_timesteps)
+
+        model._after_update = after_update
+    try:
+        with _first_sigint_sets(stop) if interruptible else contextlib.nullcontext():
+            model.learn(
+                max(timesteps - model.num_timesteps, 0),
+                callback=CallbackList(callbacks),
+                reset_num_timesteps=model.num_timesteps == 0,
+            )
+    finally:
+        model.__dict__.pop("_after_update", None)
+    train_seconds = seconds_before + time.perf_counter() - start
     if stop.is_set():
         env.close()
-        raise TrainingInterrupted(model.num_timesteps, ckpt)
+        # the checkpoint of the last update resumes exactly; the rollout that was cut short is not in it
+        has = ckpt is not None and (ckpt / "model.zip").exists()
+        raise TrainingInterrupted(model.num_timesteps, ckpt if has else None, saved["timesteps"])
     if on_model is not None:
         on_model(model, env)
     eval_env = make_env(eval_sensors or sensors, eval_seed(seed), False)
@@ -702,6 +819,7 @@ def train_from_config(
     checkpoint_every: int = 0,
     resume: bool = False,
     interruptible: bool = False,
+    progress_log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """``sensorgym train``: train, evaluate, and save the run to ``out``: ``model.zip``,
     ``vecnormalize.pkl`` (if normalizing), ``config.json`` (the full config, with the ``timesteps`` and
@@ -713,6 +831,13 @@ def train_from_config(
 
     out = Path(out)
     if resume:
+        _recover_checkpoint(out / "checkpoint")
+        if (out / "config.json").exists() and not (out / "checkpoint" / "model.zip").exists():
+            raise UserError(
+                f"--out {out}: the run there was stopped before its first update, so it has no checkpoint "
+                "to resume (nothing was lost: it had trained less than one rollout). Fix: start it again "
+                f"without --resume (sensorgym train --out {out} ...)."
+            )
         if not (out / "checkpoint" / "model.zip").exists() or not (out / "config.json").exists():
             raise UserError(
                 f"--out {out}: no checkpoint to resume there. Fix: pass the --out of a run that "
@@ -725,9 +850,11 @@ def train_from_config(
                 "continues it. Fix: drop --seed, or start a new run in another --out."
             )
     else:
-        # a fresh run in a folder that holds an older one: its checkpoint belongs to the old config, and a
-        # resume after an early interrupt would pair the two
-        shutil.rmtree(out / "checkpoint", ignore_errors=True)
+        # a fresh run in a folder that holds an older one (``sensorgym train`` refuses such a folder
+        # unless --force moved the old run aside): its checkpoint belongs to the old config, and a resume
+        # after an early interrupt would pair the two
+        for name in ("checkpoint", "checkpoint.old", "checkpoint.tmp"):
+            shutil.rmtree(out / name, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     algorithm = cfg.raw.setdefault("algorithm", {})
     if timesteps is not None:
@@ -757,6 +884,7 @@ def train_from_config(
         checkpoint_every=checkpoint_every,
         resume=resume,
         interruptible=interruptible,
+        progress_log=progress_log,
         **config_train_kwargs(cfg),
     )
     (out / "result.json").write_text(json.dumps(result, indent=2))
@@ -785,14 +913,10 @@ def evaluate_saved(
     from stable_baselines3.common.vec_env import VecNormalize
 
     from .config import UserError, parse_config
+    from .saved_policy import check_run_dir
 
     run_dir = Path(run_dir)
-    fix = "Fix: pass the run directory `sensorgym train --out` wrote (default: sensorgym_outputs/train)."
-    if run_dir.is_file():
-        raise UserError(f"{run_dir} is a file; sensorgym eval needs a run directory. {fix}")
-    if not (run_dir / "model.zip").exists() or not (run_dir / "config.json").exists():
-        what = "does not exist" if not run_dir.exists() else "holds no trained model (model.zip, config.json)"
-        raise UserError(f"run directory {run_dir} {what}. {fix}")
+    check_run_dir(run_dir, "run directory")  # a file, nothing there, or an interrupted run: the fix
     trained = parse_config(json.loads((run_dir / "config.json").read_text()))
     saved = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
     if cfg is not None:

@@ -133,10 +133,10 @@ def test_a_sweep_cell_that_does_not_fit_the_env_is_refused_before_any_run(tmp_pa
         (["eval", "--episodes", "0", "x"], "--episodes: '0'"),
         (["inspect", "--steps", "-3"], "--steps: '-3'"),
         (["eval"], "required: RUN_DIR. Fix: see `sensorgym eval --help`"),
-        (["eval", "nothere"], "run directory nothere does not exist. Fix: pass the run directory"),
+        (["eval", "nothere"], "run directory nothere: no such run directory. Fix: pass the run directory"),
         (["train", "--config", "nothere.toml"], "config file 'nothere.toml' does not exist. Fix:"),
         (["train", "--out", "nothere", "--resume"], "--out nothere: no run to resume there"),
-        (["inspect", "--model", "nothere"], "--model nothere: no model.zip there. Fix:"),
+        (["inspect", "--model", "nothere"], "--model nothere: no such run directory. Fix:"),
         (["bogus"], "invalid choice: 'bogus'"),
     ],
 )
@@ -191,6 +191,8 @@ def test_install_fix_names_the_extras():
     ],
 )
 def test_a_missing_extra_names_the_exact_pip_install(monkeypatch, capsys, argv, hidden, fix):
+    # on a terminal, where the progress bars (tqdm) are drawn; elsewhere plain lines need no tqdm
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     for module in hidden:
         monkeypatch.setitem(sys.modules, module, None)  # find_spec -> None, import -> ImportError
     line = _one_line_error(capsys, argv)

@@ -1,0 +1,170 @@
+"""What the command-line tests share: one tiny TOML config (every test derives its variant from it) and
+the ``sensorgym`` command run as a user runs it, in a subprocess with real folders and real signals."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: the one tiny config of the CLI tests: Pendulum through a delayed, noisy angle sensor, PPO on 128-step
+#: rollouts (2 envs x 64 steps); ``{timesteps}`` is the budget. Variants: ``tiny_toml(...)``.
+TINY_TOML = """
+[env]
+id = "Pendulum-v1"
+n_envs = 2
+[sensors.angle]
+type = "StateSensorOptions"
+key = "obs"
+index = [0, 1]
+delay = 0.05
+noise = 0.05
+history_length = 2
+[algorithm]
+timesteps = {timesteps}
+eval_episodes = {eval_episodes}
+eval_every = {eval_every}
+kwargs = {{ n_steps = 64, batch_size = 64, n_epochs = 1 }}
+"""
+
+#: a sweep of the tiny config: 2 noise levels x 2 critics x 2 seeds = 8 runs
+SWEEP_TOML = """
+[sweep]
+seeds = [0, 1]
+critic = ["symmetric", "asymmetric"]
+grid = { "sensors.angle.noise" = [0.0, 0.2] }
+"""
+SWEEP_RUNS = 8
+
+
+def tiny_toml(timesteps: int = 128, eval_episodes: int = 1, eval_every: int = 0, extra: str = "") -> str:
+    """The tiny config's text with its budget, evaluation episodes and learning-curve period, plus
+    ``extra`` tables appended (e.g. :data:`SWEEP_TOML`)."""
+    return TINY_TOML.format(timesteps=timesteps, eval_episodes=eval_episodes, eval_every=eval_every) + extra
+
+
+def write_config(folder: Path, name: str = "tiny.toml", **kwargs: object) -> Path:
+    """Write :func:`tiny_toml` (``kwargs`` as there) to ``folder/name``; returns the path."""
+    path = folder / name
+    path.write_text(tiny_toml(**kwargs))  # type: ignore[arg-type]
+    return path
+
+
+def command_env() -> dict[str, str]:
+    """The environment of a test's command: this checkout first, unbuffered output, and one torch thread
+    (on a shared, busy machine two threads per process wait on each other: a tiny run took 54 s, not 3)."""
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PYTHONUNBUFFERED": "1",
+        "MUJOCO_GL": "egl",
+        "OMP_NUM_THREADS": "1",
+    }
+
+
+def sensorgym(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m sensorgym ARGS`` in ``cwd``, output captured (not a terminal), to the end."""
+    return subprocess.run(
+        [sys.executable, "-m", "sensorgym", *args],
+        cwd=cwd,
+        env=command_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def one_line(proc: subprocess.CompletedProcess) -> str:
+    """The command failed as a user mistake: exit code 2, no traceback, exactly one line on stderr."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].count("Fix:") == 1, lines[0]
+    return lines[0]
+
+
+def rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def running_in_group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid`` (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+class Command:
+    """``python -m sensorgym ...`` in its own process group, stdout/stderr in files (not a terminal)."""
+
+    def __init__(self, cwd: Path, *args: str, tag: str = "") -> None:
+        self.cwd = cwd
+        self.out, self.err = cwd / f"stdout{tag}.txt", cwd / f"stderr{tag}.txt"
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "sensorgym", *args],
+                cwd=cwd,
+                env=command_env(),
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+
+    def wait_for(self, ready: Callable[[], bool], timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.proc.poll() is not None:
+                pytest.fail(f"exited early ({self.proc.returncode}): {self.err.read_text()}")
+            if time.monotonic() > deadline:
+                self.kill()
+                pytest.fail("the command never got ready")
+            time.sleep(0.1)
+
+    def signal(self, sig: int = signal.SIGINT, group: bool = True) -> float:
+        """Send ``sig`` to the process group (a terminal's Ctrl-C, SLURM, ``timeout``) or to the command's
+        own process only (``docker stop``, ``kill PID``); return the seconds until the command exited."""
+        start = time.monotonic()
+        if group:
+            os.killpg(self.proc.pid, sig)
+        else:
+            os.kill(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"still running 60 s after signal {sig}")
+        return time.monotonic() - start
+
+    def wait(self, timeout: float = 600) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def stderr_lines(self) -> list[str]:
+        """stderr without progress-bar redraws (tqdm writes them with carriage returns) and blank lines."""
+        text = self.err.read_text()
+        return [line for line in re.split(r"[\r\n]", text) if line.strip() and "%|" not in line]
