@@ -226,7 +226,7 @@ def _inspect(args: argparse.Namespace) -> int:
         f"{'policy ' + args.model if args.model else 'random actions'}; each imperfection as configured "
         "and as estimated from the recorded traces:\n"
     )
-    print(format_summary(result.summary, dt))
+    print(format_summary(result.summary, dt, result.z, result.checks))
     print(f"\nfigure: {result.figure}")
     if result.sampler_figure is not None:
         print(

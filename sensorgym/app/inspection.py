@@ -53,6 +53,14 @@ class InspectResult:
     #: reading's ``age`` (s) and the episode ``step``; plus the sampler's ``period``, ``phase``, ``dropout``
     sampling: dict[str, dict[str, Any]] = field(default_factory=dict)
     sampler_figure: Path | None = None
+    #: per step, whether an episode started there (the reset step of env 0; marked in the figures)
+    resets: np.ndarray | None = None
+    #: with ``[latency]``: env 0's commanded and applied actions per step and this episode's delay/jitter
+    actions: dict[str, np.ndarray] | None = None
+    #: the verdicts' threshold in standard errors (:func:`verdict_z` of ``checks``, the table's number of
+    #: statistical checks)
+    z: float = 2.0
+    checks: int = 0
 
 
 def record(
@@ -60,8 +68,8 @@ def record(
 ) -> tuple[np.ndarray, list, np.ndarray, np.ndarray]:
     """Step one env for ``steps`` steps (random actions, or ``model.predict``) and record every sensor's
     GT and measured reading (current read, no history). Returns (times, channel names, gt, measured)."""
-    times, names, gt, measured, _ = _record(cfg, steps, seed, model)
-    return times, names, gt, measured
+    rec = _record(cfg, steps, seed, model)
+    return rec.times, rec.names, rec.gt, rec.measured
 
 
 def _due(step: int, period: float, phase: float, dt: float) -> bool:
@@ -74,9 +82,7 @@ def _due(step: int, period: float, phase: float, dt: float) -> bool:
     return now > before
 
 
-def _record(
-    cfg: Config, steps: int, seed: int = 0, model: Any = None
-) -> tuple[np.ndarray, list, np.ndarray, np.ndarray, dict[str, dict[str, Any]]]:
+def _record(cfg: Config, steps: int, seed: int = 0, model: Any = None) -> _Recording:
     from ..core.sampler import needs_sampler
     from .training import config_env_kwargs, make_sensor_env
 
@@ -123,24 +129,43 @@ def _record(
             np.concatenate([m.float().numpy() for m in measured]),
         )
 
-    obs, _ = envs.reset(seed=seed)
+    obs, info = envs.reset(seed=seed)
     envs.action_space.seed(seed)
     gts, ms = [], []
     g, m = snapshot()
     gts.append(g)
     ms.append(m)
     sampling()
+    # episode starts of env 0 (NEXT_STEP autoreset: the step after a done is the reset step), and, under
+    # [latency], the commanded and the applied action of every step (what the latency estimate compares)
+    resets = [True]
+    latency = "action_applied" in info
+    commanded: list[np.ndarray] = []
+    applied: list[np.ndarray] = []
+    drawn: list[np.ndarray] = []
+    done = False
     for _ in range(steps):
         if model is not None:
             action, _ = model.predict(obs, deterministic=True)
         else:
             action = envs.action_space.sample()
-        obs, *_ = envs.step(action)
+        obs, _, terminated, truncated, info = envs.step(action)
+        resets.append(done)  # the step after a done is the next episode's reset step
+        done = bool(np.asarray(terminated)[0] or np.asarray(truncated)[0])
+        if latency:
+            commanded.append(np.asarray(action, dtype=float)[0].reshape(-1))
+            applied.append(np.asarray(info["action_applied"], dtype=float)[0].reshape(-1))
+            drawn.append(np.asarray(info["action_latency"], dtype=float)[0])
         g, m = snapshot()
         gts.append(g)
         ms.append(m)
         sampling()
     envs.close()
+    actions = (
+        {"commanded": np.array(commanded), "applied": np.array(applied), "latency": np.array(drawn)}
+        if latency and commanded
+        else None
+    )
     times = np.arange(steps + 1) * envs.dt
     gt, measured = np.stack(gts), np.stack(ms)
     out: dict[str, dict[str, Any]] = {}
@@ -161,7 +186,20 @@ def _record(
             "dropout": np.array(row["dropout"]),
             "delay": sensors[name].options.delay,
         }
-    return times, names, gt, measured, out
+    return _Recording(times, names, gt, measured, out, np.array(resets), actions)
+
+
+@dataclass
+class _Recording:
+    """What :func:`_record` recorded: per step (``steps + 1`` rows, the reset first) env 0's traces."""
+
+    times: np.ndarray
+    names: list[str]
+    gt: np.ndarray
+    measured: np.ndarray
+    sampling: dict[str, dict[str, Any]]
+    resets: np.ndarray
+    actions: dict[str, np.ndarray] | None
 
 
 def _quantization(values: np.ndarray) -> float:
@@ -216,6 +254,106 @@ def estimate_channel(gt: np.ndarray, measured: np.ndarray, max_lag: int = 20) ->
         "bias_se": float(bias_se),
         "drift_se": float(math.sqrt(2.0) * bias_se),
     }
+
+
+def episode_steps(resets: np.ndarray) -> np.ndarray:
+    """The step within its episode of every recorded step, from the episode starts.
+
+    Example:
+        >>> episode_steps(np.array([True, False, False, True, False])).tolist()
+        [0, 1, 2, 0, 1]
+    """
+    resets = np.asarray(resets, bool)
+    t = np.arange(len(resets))
+    return t - np.maximum.accumulate(np.where(resets, t, 0))
+
+
+def estimate_sampled(
+    gt: np.ndarray, measured: np.ndarray, age_steps: np.ndarray, episode_step: np.ndarray
+) -> dict[str, float]:
+    """:func:`estimate_channel` for a sensor with its own rate or lost samples (``update_period``,
+    ``dropout``), plus its sample interval and the fraction of due samples lost.
+
+    Between samples such a sensor holds its last reading, so the residual against the ground truth of
+    the same step carries how much the signal moved meanwhile (a 25 Hz reading held over two 50 Hz steps
+    showed a noise of 0.224 for a configured 0.02). Here every reading is compared with the ground truth
+    at the step its sample was taken (``t - age``; the age is the reading's time stamp,
+    :meth:`~sensorgym.core.sensor.Sensor.read_age`), each sample once. The delay is the youngest reading's
+    age; the sample interval ``period_steps`` is the mean of the gaps between samples no longer than 1.5
+    times their median (a lost sample makes a gap of two intervals or more); ``dropout`` is the share of
+    due samples that were lost (``round(gap / interval) - 1`` per gap), over ``due`` due samples (the gap
+    after an episode's reset sample is left out of both: where the next sample falls depends on the
+    episode's phase).
+
+    Example:
+        >>> gt = np.arange(12.0)
+        >>> age = np.array([0, 1, 0, 1, 0, 1, 2, 3, 0, 1, 0, 1])   # a sample every 2 steps; one of 4 lost
+        >>> measured = gt - age + 0.5                              # held readings, bias 0.5
+        >>> est = estimate_sampled(gt, measured, age, np.arange(12))
+        >>> est["bias"], est["noise_std"], est["period_steps"], est["dropout"], est["due"]
+        (0.5, 0.0, 2.0, 0.25, 4)
+    """
+    gt, measured = np.asarray(gt, float), np.asarray(measured, float)
+    k = np.asarray(age_steps, int)
+    episode_step = np.asarray(episode_step, int)
+    t = np.arange(len(gt))
+    src = t - k
+    valid = (k >= 0) & (k <= episode_step)  # the sample behind the reading belongs to this episode
+    new = valid.copy()
+    new[1:] &= ~(valid[:-1] & (src[1:] == src[:-1]))  # the first step that shows each sample
+    idx = np.flatnonzero(new)
+    resid = measured[idx] - gt[src[idx]]
+    episode = np.cumsum(episode_step == 0)[idx]
+    same = episode[1:] == episode[:-1]  # consecutive samples of one episode
+    d = np.diff(resid)[same]
+    noise = float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2)) if d.size else 0.0
+    window = max(3, len(resid) // 4)
+    bias = float(np.median(resid[:window])) if resid.size else 0.0
+    drift = float(np.median(resid[-window:]) - bias) if resid.size else 0.0
+    # the gaps between samples, but not the first of an episode: the reset sample is always taken, and
+    # the next one falls wherever the episode's phase puts it
+    after_reset = episode_step[src[idx]][:-1] == 0
+    gaps = np.diff(src[idx])[same & ~after_reset]
+    gaps = gaps[gaps > 0]
+    if gaps.size:
+        lossless = gaps[gaps <= 1.5 * np.median(gaps)]
+        period = float(lossless.mean())
+        due = np.maximum(1, np.round(gaps / period)).astype(int)
+        lost, n_due = int((due - 1).sum()), int(due.sum())
+    else:
+        period, lost, n_due = float("nan"), 0, 0
+    n = len(resid)
+    bias_se = 1.2533 * noise / math.sqrt(window)
+    return {
+        "delay_steps": int(k[valid].min()) if valid.any() else 0,
+        "bias": bias,
+        "noise_std": noise,
+        "drift_end": drift,
+        "quantization": _quantization(measured[idx]),
+        "samples": n,
+        "noise_se": float(noise * 1.65 / math.sqrt(max(1, d.size))),
+        "bias_se": float(bias_se),
+        "drift_se": float(math.sqrt(2.0) * bias_se),
+        "period_steps": period,
+        "dropout": lost / n_due if n_due else 0.0,
+        "due": n_due,
+    }
+
+
+def verdict_z(comparisons: int, alpha: float = 0.05) -> float:
+    """How many standard errors an estimate may lie from its configured value before ``inspect`` calls it
+    "differs": the two-sided normal quantile that keeps the chance of any false alarm among
+    ``comparisons`` checks of a correct config at ``alpha`` (Bonferroni). A fixed 2 standard errors gave a
+    5% false alarm per check, so a table of 15 checks of a correct config showed "differs" about half the
+    time (a correct bias was called off at 2.3 sigma).
+
+    Example:
+        >>> round(verdict_z(1), 2), round(verdict_z(15), 2), round(verdict_z(40), 2)
+        (1.96, 2.94, 3.23)
+    """
+    from scipy.stats import norm
+
+    return float(norm.isf(alpha / (2 * max(1, comparisons))))
 
 
 def _component(value: Any, i: int) -> Any:
@@ -278,10 +416,20 @@ def _density_terms(options: Any, component: int, dt: float) -> dict[str, Any] | 
 
 
 def compare_channel(
-    options: Any, component: int, est: dict[str, Any], dt: float, gt: np.ndarray | None = None
+    options: Any,
+    component: int,
+    est: dict[str, Any],
+    dt: float,
+    gt: np.ndarray | None = None,
+    z: float | None = None,
 ) -> dict[str, Any]:
     """Configured vs estimated for one channel: per quantity the configured text, the estimate text, a
     verdict (``"ok"`` or why it differs), and plain-language notes on estimates that cannot match.
+
+    A statistical verdict says "differs" only when the estimate lies more than ``z`` standard errors
+    from the configured value (:func:`verdict_z` of the number of checks in the whole table; default:
+    this channel's checks alone). For a sensor with its own rate or lost samples (``est`` from
+    :func:`estimate_sampled`) it also compares the update period and the dropout.
 
     Example:
         >>> import sensorgym as sg
@@ -295,6 +443,8 @@ def compare_channel(
         True
     """
     n = int(est.get("samples", 0))
+    sampled = "period_steps" in est
+    z = verdict_z(5 if sampled else 3) if z is None else float(z)
     rows: dict[str, tuple[str, str, str]] = {}
     notes: list[str] = []
     delay, jitter = getattr(options, "delay", 0.0), getattr(options, "jitter", 0.0)
@@ -354,7 +504,7 @@ def compare_channel(
     est_n, se_n = float(est["noise_std"]), float(est.get("noise_se", 0.0))
     if sigma is not None:
         expected = math.sqrt(sigma**2 + (q**2 / 12 if q else 0.0) + (rw**2 / 2 if rw else 0.0))
-        tol = max(2 * se_n, 0.1 * expected, 1e-6)
+        tol = max(z * se_n, 0.1 * expected, 1e-6)
         if abs(est_n - expected) <= tol:
             verdict = "ok"
         elif est_n > expected and j_s:
@@ -380,7 +530,7 @@ def compare_channel(
     # bias: the median residual at the start
     est_b, se_b = float(est["bias"]), float(est.get("bias_se", 0.0))
     if b is not None:
-        tol = 2 * se_b + (q / 2 if q else 0.0) + 1e-9
+        tol = z * se_b + (q / 2 if q else 0.0) + 1e-9
         rows["bias"] = (_g(b), f"{_g(est_b)} ± {_g(se_b)}", "ok" if abs(est_b - b) <= tol else "differs")
     else:
         rows["bias"] = ("randomized", f"{_g(est_b)} ± {_g(se_b)}", "this episode's value")
@@ -390,7 +540,7 @@ def compare_channel(
     if rw is not None:
         spread = rw * math.sqrt(0.75 * max(n, 1)) if rw else 0.0
         conf = f"rw {_g(rw)}/step: ±{_g(spread)}" if rw else "none"
-        tol = 2 * math.sqrt(spread**2 + se_r**2) + 1e-9
+        tol = z * math.sqrt(spread**2 + se_r**2) + 1e-9
         if abs(est_r) <= tol:
             verdict = "ok" if rw else f"ok: within ±{_g(tol)}, i.e. no drift"
         else:
@@ -433,7 +583,9 @@ def compare_channel(
     period, dropout = getattr(options, "update_period", 0.0), getattr(options, "dropout", 0.0)
     p_hi = period.bounds[1] if hasattr(period, "bounds") else float(period or 0.0)
     d_hi = dropout.bounds[1] if hasattr(dropout, "bounds") else float(dropout or 0.0)
-    if p_hi > dt or d_hi > 0:
+    if sampled:
+        _sampler_rows(rows, notes, period, dropout, est, dt, z)
+    elif p_hi > dt or d_hi > 0:
         notes.append(
             "the sampler holds each sample until the next one (update_period, dropout): the reading lags the "
             "ground truth by up to a period, which the delay and noise estimates include; the sampler figure "
@@ -447,9 +599,103 @@ def compare_channel(
     return {"rows": rows, "notes": notes}
 
 
-def format_summary(summary: list[dict[str, Any]], dt: float) -> str:
+def _sampler_rows(
+    rows: dict[str, tuple[str, str, str]],
+    notes: list[str],
+    period: Any,
+    dropout: Any,
+    est: dict[str, Any],
+    dt: float,
+    z: float,
+) -> None:
+    """The update period and dropout rows of a sensor with its own rate or lost samples."""
+    est_p, due, est_d = float(est["period_steps"]), int(est["due"]), float(est["dropout"])
+    got_p = f"{est_p:.3g} steps" if math.isfinite(est_p) else "no 2 samples"
+    t = _number(period)
+    if t is None:
+        rows["update period"] = ("randomized", got_p, "this episode's value")
+    else:
+        steps = max(t / dt, 1.0)  # faster than the control step: a fresh sample every step
+        conf = f"{_g(t)} s = {_g(steps)} step{'s' * (steps != 1)}" if t > dt else f"{_g(t)} s: every step"
+        ok = math.isfinite(est_p) and abs(est_p - steps) <= 0.5
+        rows["update period"] = (conf, got_p, "ok" if ok else f"differs (expected {_g(steps)})")
+    p = _number(dropout)
+    got_d = f"{est_d:.3g} of {due} due" if due else "none due"
+    if p is None:
+        rows["dropout"] = ("randomized", got_d, "this episode's value")
+    else:
+        se = math.sqrt(p * (1 - p) / due) if due else 0.0  # binomial, under the configured value
+        ok = not due or abs(est_d - p) <= z * se + 1.0 / due  # + one sample: the count is whole
+        rows["dropout"] = (_g(p), got_d, "ok" if ok else "differs")
+    notes.append(
+        "the sensor holds each sample until the next one (update_period, dropout): its readings are compared "
+        "with the ground truth at the step their sample was taken (their age), each sample once, so the hold "
+        "does not inflate the noise estimate; the sampler figure shows the samples taken, those lost and "
+        "the reading's age"
+    )
+
+
+def compare_latency(latency: Any, actions: dict[str, np.ndarray], dt: float) -> dict[str, Any]:
+    """The ``[latency]`` table's action delay and jitter, configured vs estimated from env 0's commanded
+    and applied actions: at each step the applied action is matched with the commanded one it equals;
+    the shortest shift is the delay, the spread of shifts the jitter (in control steps).
+
+    Example:
+        >>> from sensorgym.app.config import LatencyConfig
+        >>> cmd = np.arange(1.0, 9.0)[:, None]
+        >>> applied = np.r_[[0.0, 0.0], cmd[:-2, 0]][:, None]           # two steps late
+        >>> out = compare_latency(LatencyConfig(delay=0.1), {"commanded": cmd, "applied": applied,
+        ...                       "latency": np.tile([0.1, 0.0], (8, 1))}, dt=0.05)
+        >>> out["rows"]["action delay"]
+        ('0.1 s = 2 steps', '2 steps', 'ok')
+    """
+    commanded, applied = actions["commanded"], actions["applied"]
+    shifts = []
+    for t in range(len(applied)):
+        for k in range(t + 1):  # the newest commanded action it equals: the shift of this step
+            if np.array_equal(applied[t], commanded[t - k]):
+                shifts.append(k)
+                break
+    rows: dict[str, tuple[str, str, str]] = {}
+    notes = [
+        "the applied action is matched with the commanded one it equals, at every step that applies one "
+        f"({len(shifts)} of {len(applied)} steps; the others still apply the initial action)"
+    ]
+    est_d = min(shifts) if shifts else None
+    est_j = (max(shifts) - min(shifts)) if shifts else None
+    delay, jitter = _number(latency.delay), _number(latency.jitter)
+    drawn = actions["latency"][-1] if len(actions["latency"]) else None
+    if delay is None:
+        shown = f" (this episode: {_g(float(drawn[0]))} s)" if drawn is not None else ""
+        conf_d, base = "randomized" + shown, round(float(drawn[0]) / dt) if drawn is not None else None
+    else:
+        base = round(delay / dt)
+        conf_d = f"{_g(delay)} s = {base} step{'s' * (base != 1)}"
+    got_d = f"{est_d} step{'s' * (est_d != 1)}" if est_d is not None else "no action applied yet"
+    extra = math.ceil(jitter / dt - 1e-9) if jitter else 0
+    if base is None or est_d is None:
+        verdict = "this episode's value"
+    else:
+        verdict = "ok" if base <= est_d <= base + extra else f"differs (expected {base}..{base + extra})"
+    rows["action delay"] = (conf_d, got_d, verdict)
+    if jitter is None:
+        rows["action jitter"] = (
+            "randomized",
+            f"0..{est_j} steps" if est_j is not None else "-",
+            "this episode's value",
+        )
+    else:
+        conf_j = f"{_g(jitter)} s: 0..{extra} step{'s' * (extra != 1)}" if jitter else "none"
+        got_j = f"0..{est_j} step{'s' * (est_j != 1)}" if est_j is not None else "-"
+        rows["action jitter"] = (conf_j, got_j, "ok" if est_j is None or est_j <= extra else "differs")
+    return {"channel": "actions ([latency])", "rows": rows, "notes": notes}
+
+
+def format_summary(summary: list[dict[str, Any]], dt: float, z: float | None = None, checks: int = 0) -> str:
     """The table ``sensorgym inspect`` prints: per channel, each quantity configured vs estimated (± one
-    standard error), a verdict, and notes on estimates that cannot match the configured value."""
+    standard error), a verdict, and notes on estimates that cannot match the configured value; with ``z``,
+    a line saying how far an estimate may lie before its verdict says "differs" (``checks``: the number
+    of statistical checks in the table, :func:`verdict_z`)."""
     if not summary or "rows" not in summary[0]:  # estimates only (no config to compare with)
         lines = [
             f"{'channel':<16} {'delay [steps]':>13} {'delay [s]':>9} {'noise std':>10} {'bias':>9} "
@@ -474,20 +720,50 @@ def format_summary(summary: list[dict[str, Any]], dt: float) -> str:
         f"delay in control steps of {dt:g} s; estimated ± one standard error; drift = change of the offset "
         "between the first and the last quarter of the trace"
     )
+    if z is not None:
+        lines.append(
+            f"a statistical verdict says 'differs' only beyond {z:.2f} standard errors: with {checks} such "
+            "checks in this table, a correct config shows one with a chance of 5% (Bonferroni)"
+        )
     return "\n".join(lines)
 
 
+#: characters of a panel title per line at its font size (7 pt) on the 9-inch-wide figure
+_TITLE_WIDTH = 150
+
+
+def _panel_title(s: dict[str, Any]) -> str:
+    """A channel panel's title: each quantity configured -> estimated (wrapped by :func:`plot_traces`)."""
+    if "rows" in s:
+        parts = [f"{k} {conf} → {got.split(' ± ')[0]}" for k, (conf, got, _) in s["rows"].items()]
+        return "configured → estimated: " + "; ".join(parts)
+    q = f"{s['quantization']:.3g}" if s["quantization"] else "none"
+    return (
+        f"delay {s['delay_steps']} steps, noise {s['noise_std']:.3g}, bias {s['bias']:.3g}, "
+        f"drift {s['drift_end']:.3g}, quantization {q}"
+    )
+
+
 def plot_traces(result: InspectResult, path: str | Path, max_channels: int = 12) -> Path:
-    """A PNG with one panel per channel: ground truth (line) and measured reading (steps)."""
+    """A PNG with one panel per channel: ground truth (line) and measured reading (steps), each panel
+    titled with its quantities configured -> estimated (wrapped onto as many lines as they need, so that
+    none is cut at the figure's edge), and every episode reset marked by a dotted line (the traces jump
+    there: a new episode starts from another state)."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n = min(len(result.channels), max_channels)
-    fig, axes = plt.subplots(n, 1, figsize=(9, 2.0 * n + 0.6), sharex=True, squeeze=False)
+    titles = [textwrap.wrap(_panel_title(result.summary[c]), _TITLE_WIDTH) for c in range(n)]
+    lines = max((len(t) for t in titles), default=1)
+    fig, axes = plt.subplots(n, 1, figsize=(9, (2.0 + 0.13 * lines) * n + 0.7), sharex=True, squeeze=False)
+    resets = (
+        result.times[1:][np.asarray(result.resets, bool)[1:]] if result.resets is not None else np.zeros(0)
+    )
     for c, ax in enumerate(axes[:, 0]):
-        s = result.summary[c]
         ax.plot(result.times, result.gt[:, c], color="black", lw=1.4, label="ground truth")
         ax.step(
             result.times,
@@ -498,19 +774,10 @@ def plot_traces(result: InspectResult, path: str | Path, max_channels: int = 12)
             alpha=0.85,
             label="measured",
         )
+        for k, r in enumerate(resets):
+            ax.axvline(r, color="gray", ls=":", lw=0.9, label="episode reset" if k == 0 else None)
         ax.set_ylabel(result.channels[c], fontsize=9)
-        if "rows" in s:  # configured -> estimated
-            title = "; ".join(
-                f"{k} {conf} → {got.split(' ± ')[0]}" for k, (conf, got, _) in s["rows"].items()
-            )
-            title = "configured → estimated: " + title
-        else:
-            q = f"{s['quantization']:.3g}" if s["quantization"] else "none"
-            title = (
-                f"delay {s['delay_steps']} steps, noise {s['noise_std']:.3g}, bias {s['bias']:.3g}, "
-                f"drift {s['drift_end']:.3g}, quantization {q}"
-            )
-        ax.set_title(title, fontsize=7, loc="left")
+        ax.set_title("\n".join(titles[c]), fontsize=7, loc="left")
         ax.grid(alpha=0.3)
     axes[0, 0].legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("time [s]")
@@ -622,23 +889,54 @@ def run_inspect(
     model: Any = None,
     max_lag: int = 20,
 ) -> InspectResult:
-    """Record, estimate each channel and compare it with its configured values; plot to ``out`` (and, for
-    sensors with their own rate or dropout, their samples, losses and ages to :func:`sampling_path`)."""
-    times, names, gt, measured, sampled = _record(cfg, steps, seed=seed, model=model)
+    """Record, estimate each channel and compare it with its configured values (and, with ``[latency]``,
+    the action delay and jitter); plot to ``out`` (and, for sensors with their own rate or dropout, their
+    samples, losses and ages to :func:`sampling_path`).
+
+    The verdicts share one threshold, :func:`verdict_z` of the number of statistical checks in the table
+    (noise, bias and drift per channel, dropout per sampled channel), so that a correct config shows
+    "differs" anywhere in the table with a chance of about 5%."""
+    rec = _record(cfg, steps, seed=seed, model=model)
+    times, names, gt, measured, sampled = rec.times, rec.names, rec.gt, rec.measured, rec.sampling
     dt = float(times[1] - times[0]) if len(times) > 1 else 0.0
+    episode = episode_steps(rec.resets)
+    parts = [(name, *_split(name)) for name in names]
+    checks = sum(3 + (sensor in sampled) for _, sensor, _ in parts if sensor in cfg.sensors)
+    z = verdict_z(checks)
     summary = []
-    for c, name in enumerate(names):
-        row = estimate_channel(gt[:, c], measured[:, c], max_lag=max_lag)
-        sensor, _, index = name.partition("[")
-        component = int(index.rstrip("]")) if index else 0
+    for c, (name, sensor, component) in enumerate(parts):
+        if sensor in sampled and dt > 0:  # held readings: compare each sample with the GT of its step
+            age = np.round(sampled[sensor]["age"] / dt).astype(int)
+            row = estimate_sampled(gt[:, c], measured[:, c], age, episode)
+        else:
+            row = estimate_channel(gt[:, c], measured[:, c], max_lag=max_lag)
         entry = {"channel": name, **row}
         if sensor in cfg.sensors:
-            entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c]))
+            entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z))
         summary.append(entry)
-    result = InspectResult(times, names, gt, measured, summary, sampling=sampled)
+    if rec.actions is not None and cfg.latency is not None:
+        summary.append(compare_latency(cfg.latency, rec.actions, dt))
+    result = InspectResult(
+        times,
+        names,
+        gt,
+        measured,
+        summary,
+        sampling=sampled,
+        resets=rec.resets,
+        actions=rec.actions,
+        z=z,
+        checks=checks,
+    )
     if out is not None:
         result.figure = plot_traces(result, out)
         if sampled:
             plot_sampling(result, sampling_path(out))
             result.sampler_figure = sampling_path(out)
     return result
+
+
+def _split(channel: str) -> tuple[str, int]:
+    """``"angle[1]"`` -> ``("angle", 1)``; ``"gyro"`` -> ``("gyro", 0)``."""
+    sensor, _, index = channel.partition("[")
+    return sensor, int(index.rstrip("]")) if index else 0
