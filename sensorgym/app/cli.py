@@ -52,6 +52,7 @@ EXTRAS: dict[str, str | None] = {
     "tqdm": "plot",
     "rich": "plot",
     "tensorboard": "plot",
+    "scipy": "plot",  # the statistics of inspect's verdicts and ablate's summary
     "mujoco": "mujoco",
     "imageio": "mujoco",
     "ray": "ray",
@@ -197,7 +198,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    _require("inspect", ["matplotlib", *(["stable_baselines3"] if args.model else [])])
+    _require("inspect", ["matplotlib", "scipy", *(["stable_baselines3"] if args.model else [])])
     from .inspection import format_summary, run_inspect
     from .outdir import prepare_file
 
