@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib.util
+import math
 import os
 import shlex
 import sys
@@ -159,6 +160,7 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
         where = f"{source}: " + (
             f"with {', '.join(f'{k} = {v!r}' for k, v in cell.items())}: " if cell else ""
         )
+        _check_dt(c, where)
         try:
             env = make_sensor_env(
                 c.env.id, c.sensors, n_envs=1, seed=None, autoreset_mode="NextStep", **config_env_kwargs(c)
@@ -188,6 +190,28 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
                 )
             )
             raise ConfigError(f"{where}{text.rstrip('.')}.{fix}") from None
+
+
+def _check_dt(cfg: Any, where: str) -> None:
+    """Refuse an ``[env] dt`` that contradicts the env's own control step: every delay, period and latency
+    in seconds is converted to steps with it, so a wrong one shifts them all (``dt = 0.02`` for Pendulum,
+    whose step is 0.05 s, made a 0.1 s delay 5 steps = 0.25 s, and ``inspect`` said "ok")."""
+    from .config import ConfigError
+    from .training import own_control_step
+
+    if cfg.env.dt is None:
+        return
+    own = own_control_step(cfg.env.id, cfg.env.kwargs)
+    if own is None or math.isclose(own, float(cfg.env.dt), rel_tol=1e-6):
+        return
+    kwargs = f" (with its kwargs {cfg.env.kwargs})" if cfg.env.kwargs else ""
+    steps = round(0.1 / float(cfg.env.dt))
+    raise ConfigError(
+        f"{where}config env.dt = {cfg.env.dt!r}: {cfg.env.id} gives its own control step, {own:g} s{kwargs}; "
+        f"every delay, period and latency would be converted with the wrong one (a delay of 0.1 s would be "
+        f"{steps} steps = {steps * own:g} s). Fix: remove dt from [env]; it is only for an env that does not "
+        "give its control step."
+    )
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -62,10 +62,11 @@ def check_run_dir(run_dir: Path, flag: str) -> Path:
 
 def policy_input_differences(trained: Any, other: Any) -> list[str]:
     """What ``other`` (a config) changes in what the policy trained under ``trained`` reads, besides the
-    imperfection levels: the env, the number of envs (the evaluation's episodes), the policy's sensors, their
-    class, and every option that says what is measured (key, index, shape, body, joints, ...,
-    ``history_length``). Levels (noise, bias, delay, jitter, resolution, random walk, sampler options,
-    padding, NaN policy) may change. Empty: a paired comparison is meaningful.
+    imperfection levels: the env, its kwargs (``frame_skip``, dynamics) and its control step (``[env] dt``,
+    or the env's own), the number of envs (the evaluation's episodes), the policy's sensors, their class,
+    and every option that says what is measured (key, index, shape, body, joints, ..., ``history_length``).
+    Levels (noise, bias, delay, jitter, resolution, random walk, sampler options, padding, NaN policy,
+    ``[latency]``) may change. Empty: a paired comparison is meaningful.
 
     Example:
         >>> from sensorgym.app.config import parse_config
@@ -87,6 +88,25 @@ def policy_input_differences(trained: Any, other: Any) -> list[str]:
     ):
         if a != b:
             out.append(f"{what}: {a!r} -> {b!r}")
+    # the env itself: its kwargs (frame_skip, gravity, ...) and control step; the same policy at another
+    # control rate or in other dynamics is not a like-for-like score
+    for key in sorted(set(trained.env.kwargs) | set(other.env.kwargs)):
+        a, b = trained.env.kwargs.get(key, _UNSET), other.env.kwargs.get(key, _UNSET)
+        if a != b:
+            out.append(f"env.kwargs.{key}: {_plain(a)} -> {_plain(b)}")
+    if trained.env.id == other.env.id and (
+        trained.env.dt != other.env.dt or trained.env.kwargs != other.env.kwargs
+    ):
+        from .training import own_control_step
+
+        steps = []
+        for cfg in (trained, other):  # the step the run actually used: the env's own unless [env] dt gives it
+            steps.append(
+                float(cfg.env.dt) if cfg.env.dt is not None else own_control_step(cfg.env.id, cfg.env.kwargs)
+            )
+        if steps[0] != steps[1]:
+            a, b = (f"{x:g} s" if x is not None else "unknown" for x in steps)
+            out.append(f"control step (env.dt): {a} -> {b}")
     names_a = trained.policy if trained.policy is not None else list(trained.sensors)
     names_b = other.policy if other.policy is not None else list(other.sensors)
     if names_a != names_b:
@@ -104,6 +124,14 @@ def policy_input_differences(trained: Any, other: Any) -> list[str]:
     if trained.policy_age != other.policy_age:
         out.append(f"policy.age: {trained.policy_age} -> {other.policy_age}")
     return out
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "(unset)"
+
+
+_UNSET = _Unset()  # a key one config sets and the other does not
 
 
 def _plain(value: Any) -> str:

@@ -62,6 +62,7 @@ __all__ = [
     "load_checkpoint",
     "make_sensor_env",
     "make_training_env",
+    "own_control_step",
     "planned_timesteps",
     "rollout_steps",
     "sample_sd",
@@ -427,6 +428,29 @@ def make_sensor_env(
     except BaseException:
         envs.close()
         raise
+
+
+def own_control_step(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> float | None:
+    """The control step (s) the env ``env_id`` built with ``env_kwargs`` gives itself (its ``dt``, e.g.
+    a MuJoCo env's ``frame_skip`` x model timestep, or ``metadata["dt"]``), or ``None`` when it gives none
+    (CartPole): then a config must set ``[env] dt``.
+
+    Example:
+        >>> own_control_step("Pendulum-v1"), own_control_step("CartPole-v1")
+        (0.05, None)
+    """
+    import gymnasium as gym
+
+    from .. import envs as _register  # noqa: F401  (registers sensorgym/... ids)
+    from ..wrappers.common import infer_dt
+
+    env = gym.make(env_id, **dict(env_kwargs or {}))
+    try:
+        return infer_dt(env, None)
+    except ValueError:
+        return None
+    finally:
+        env.close()
 
 
 def config_env_kwargs(cfg: Any) -> dict[str, Any]:
@@ -927,8 +951,9 @@ def evaluate_saved(
             raise UserError(
                 f"{config_name or 'the eval config'} changes what the policy in {run_dir} reads, not only "
                 f"imperfection levels: {'; '.join(changed)}. The score would not compare with the trained "
-                "one. Fix: change only levels (noise, bias, delay, jitter, resolution, random_walk, "
-                "update_period, dropout, [latency], ...)."
+                "one. Fix: keep the env, its kwargs and control step, and the policy's sensors; change only "
+                "levels (noise, bias, delay, jitter, resolution, random_walk, update_period, dropout, "
+                "[latency], ...)."
             )
     cfg = cfg or trained
     seed = seed if seed is not None else saved.get("eval_seed", eval_seed(trained.algorithm.seed))
