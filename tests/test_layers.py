@@ -86,12 +86,9 @@ def test_imports_go_down_the_layers(module, path):
             assert top not in FORBIDDEN_THIRD_PARTY.get(own, ()), f"{module} ({own}) imports {name}"
 
 
-def test_the_checker_sees_a_leak():
+def test_the_checker_sees_a_leak(tmp_path):
     assert layer("sensorgym.integrations.sb3") == "adapters" and "app" not in ALLOWED["adapters"]
     leak = "def f():\n    from ..app.training import save_checkpoint\n"
-    tmp = PACKAGE.parent / "tests" / "_layer_probe.py"
-    try:
-        tmp.write_text(leak)
-        assert "sensorgym.app.training" in imports_of("sensorgym.integrations.probe", tmp)
-    finally:
-        tmp.unlink()
+    probe = tmp_path / "_layer_probe.py"  # never in the checkout: another run or a crash would leave it there
+    probe.write_text(leak)
+    assert "sensorgym.app.training" in imports_of("sensorgym.integrations.probe", probe)
