@@ -445,6 +445,7 @@ def _ablate(args: argparse.Namespace) -> int:
         [
             "stable_baselines3",
             "matplotlib",
+            "scipy",
             *(["tqdm"] if bars else []),
             *(["ray"] if args.ray else []),
         ],

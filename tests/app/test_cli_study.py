@@ -83,6 +83,28 @@ def test_paired_difference_is_a_t_interval_with_sample_sd():
     assert 0 < d["p"] < 0.01
 
 
+@pytest.mark.parametrize("n", [2, 3, 5, 10])
+def test_the_statistics_are_scipys(n):
+    """The ablation's interval and test are scipy.stats' (they were a hand-written Student-t)."""
+    from scipy import stats
+
+    from sensorgym.app.ablation.statistics import ci_half
+
+    rng = np.random.default_rng(n)
+    treatment, control = rng.normal(-200, 50, n), rng.normal(-230, 50, n)
+    d = paired_difference(treatment, control)
+    reference = stats.ttest_rel(treatment, control)
+    low, high = reference.confidence_interval(0.95)
+    assert (d["lo"], d["hi"], d["p"]) == pytest.approx((low, high, reference.pvalue), rel=1e-12)
+    # the same through the textbook formula, with scipy's quantile: mean +- t(0.975, n-1) sd / sqrt(n)
+    diffs = treatment - control
+    half = stats.t.ppf(0.975, n - 1) * np.std(diffs, ddof=1) / math.sqrt(n)
+    assert (d["lo"], d["hi"]) == pytest.approx((diffs.mean() - half, diffs.mean() + half), rel=1e-9)
+    lo, hi = stats.t.interval(0.95, n - 1, loc=control.mean(), scale=stats.sem(control))
+    assert ci_half(control) == pytest.approx((hi - lo) / 2, rel=1e-12)
+    assert t_quantile(0.975, n - 1) == stats.t.ppf(0.975, n - 1)
+
+
 def test_summary_states_the_answer_per_level_with_its_uncertainty():
     text = summary_markdown(_rows(), ["sensors.angle.noise"], SWEEP_CFG)
     assert text.startswith("# Does an asymmetric critic help? Pendulum-v1, varying sensors.angle.noise")
