@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 import sensorgym as sg
+from sensorgym.app.config import AlgorithmConfig, Config, EnvConfig
 from sensorgym.app.training import train_ppo
 
 SENSORS = {
@@ -37,14 +38,14 @@ def main() -> None:
     for critic in ("symmetric", "asymmetric"):
         for seed in args.seeds:
             start = time.perf_counter()
-            r = train_ppo(
-                "Pendulum-v1",
-                SENSORS,
-                critic=critic,
-                timesteps=args.timesteps,
-                seed=seed,
-                eval_episodes=args.eval_episodes,
+            cfg = Config(
+                sensors=SENSORS,
+                env=EnvConfig(id="Pendulum-v1"),
+                algorithm=AlgorithmConfig(
+                    timesteps=args.timesteps, seed=seed, eval_episodes=args.eval_episodes
+                ),
             )
+            r = train_ppo(cfg, critic=critic)
             r.pop("eval_returns")
             rows.append(r)
             print(

@@ -23,6 +23,7 @@ SENSORS = {
 
 def main(argv: list[str] | None = None) -> dict:
     exit_if_missing("examples/asymmetric_pendulum.py", ["stable_baselines3"])  # one line, not a traceback
+    from sensorgym.app.config import AlgorithmConfig, Config, EnvConfig
     from sensorgym.app.training import train_ppo
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,15 +32,18 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     small = args.timesteps < 10_000
-    result = train_ppo(
-        "Pendulum-v1",
-        SENSORS,
-        critic=args.critic,
-        timesteps=args.timesteps,
-        seed=args.seed,
-        eval_episodes=2 if small else 10,
-        ppo_kwargs={"n_steps": 256, "batch_size": 256, "n_epochs": 2} if small else None,
+    # a config built in Python (a TOML file gives the same, see examples/configs/)
+    cfg = Config(
+        sensors=SENSORS,
+        env=EnvConfig(id="Pendulum-v1"),
+        algorithm=AlgorithmConfig(
+            timesteps=args.timesteps,
+            seed=args.seed,
+            eval_episodes=2 if small else 10,
+            kwargs={"n_steps": 256, "batch_size": 256, "n_epochs": 2} if small else {},
+        ),
     )
+    result = train_ppo(cfg, critic=args.critic)
     print(
         f"{args.critic} critic, {result['timesteps']} steps: evaluation return "
         f"{result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f}"

@@ -50,8 +50,12 @@ from ..core.randomization import Choice, Distribution, LogUniform, Normal, Unifo
 from ..core.sensor import SENSOR_REGISTRY
 
 __all__ = [
+    "AlgorithmConfig",
     "Config",
     "ConfigError",
+    "CriticConfig",
+    "EnvConfig",
+    "LatencyConfig",
     "UserError",
     "apply_overrides",
     "check_env_ids",

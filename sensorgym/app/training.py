@@ -13,11 +13,13 @@ return of ``eval_episodes`` episodes of the deterministic policy on envs seeded 
 ``sensorgym eval <run>`` reproduces the score ``sensorgym train`` printed.
 
 Example:
-    >>> import sensorgym as sg
+    >>> from sensorgym.app.config import parse_config
     >>> from sensorgym.app.training import train_ppo
-    >>> result = train_ppo("Pendulum-v1", {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])},
-    ...                    critic="asymmetric", timesteps=256, seed=0, n_envs=2, eval_episodes=1,
-    ...                    ppo_kwargs={"n_steps": 64, "batch_size": 64, "n_epochs": 1})
+    >>> angle = {"type": "StateSensorOptions", "key": "obs", "index": [0, 1]}
+    >>> cfg = parse_config({"env": {"id": "Pendulum-v1", "n_envs": 2}, "sensors": {"angle": angle},
+    ...                     "algorithm": {"timesteps": 256, "eval_episodes": 1,
+    ...                                   "kwargs": {"n_steps": 64, "batch_size": 64, "n_epochs": 1}}})
+    >>> result = train_ppo(cfg, critic="asymmetric")
     >>> result["critic"], result["timesteps"] >= 256, {"eval_return_mean", "eval_return_std"} <= set(result)
     ('asymmetric', True, True)
 """
@@ -46,6 +48,7 @@ from ..integrations.sb3_checkpoint import (  # re-exported: the checkpoint funct
     load_checkpoint,
     save_checkpoint,
 )
+from .config import Config
 
 __all__ = [
     "CHECKPOINT_PICKLE_FILES",
@@ -55,7 +58,6 @@ __all__ = [
     "TrainingInterrupted",
     "check_ppo_kwargs",
     "config_env_kwargs",
-    "config_train_kwargs",
     "eval_seed",
     "evaluate",
     "evaluate_saved",
@@ -574,46 +576,33 @@ def _eval_callback(
 
 
 def train_ppo(
-    env_id: str,
-    sensors: Mapping[str, SensorOptions],
+    cfg: Config,
     *,
-    critic: str = "asymmetric",
-    timesteps: int = 100_000,
-    seed: int = 0,
-    n_envs: int = 4,
-    eval_episodes: int = 10,
+    critic: str | None = None,
+    timesteps: int | None = None,
+    seed: int | None = None,
+    eval_every: int | None = None,
     eval_sensors: Mapping[str, SensorOptions] | None = None,
-    policy_sensors: list[str] | None = None,
-    critic_sensors: list[str] | None = None,
-    critic_env_obs: bool = True,
-    critic_randomization: bool = False,
-    ppo_kwargs: Mapping[str, Any] | None = None,
-    normalize: bool = True,
+    eval_latency: Any = "same",
     tensorboard_log: str | None = None,
     callback: Any = None,
     progress_bar: bool = False,
-    eval_every: int = 0,
+    progress_log: Callable[[str], None] | None = None,
     on_model: Callable[[Any, Any], None] | None = None,
-    env_kwargs: dict | None = None,
-    vectorization_mode: str = "sync",
-    latency: Any = None,
-    eval_latency: Any = "same",
-    policy_age: list[str] | None = None,
-    critic_age: list[str] | None = None,
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int = 0,
     resume: bool = False,
     interruptible: bool = False,
-    dt: float | None = None,
-    progress_log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Train PPO with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` + ``"critic"``)
-    critic and evaluate it, optionally under a different sensor configuration (``eval_sensors``).
+    """Train PPO on the config ``cfg`` (:class:`~sensorgym.app.config.Config`: its env, sensors, what
+    the policy and the critic read, action latency, PPO settings, budget, seed, evaluation episodes and
+    learning-curve period) with a symmetric (critic reads ``"policy"``) or asymmetric (``"policy"`` +
+    ``"critic"``) critic, and evaluate it, optionally under other sensors (``eval_sensors``).
 
-    ``latency`` (a :class:`~sensorgym.app.config.LatencyConfig`) puts action latency between the policy and
-    the env (:func:`make_sensor_env`); the final evaluation uses it too, or ``eval_latency`` when given
-    (``None``: none). ``policy_age``/``critic_age`` name sensors whose reading's age is appended.
-
+    The keywords are what a config does not hold, or what one run of it changes: ``critic``,
+    ``timesteps``, ``seed`` and ``eval_every`` override the config's (a sweep runs each critic type and
+    seed of one config); the final evaluation uses the config's latency, or ``eval_latency`` when given
+    (``None``: none).
     With ``checkpoint_dir``, a checkpoint (model, normalization statistics, sensor state with a snapshot
     of the envs, random states, and ``progress.json``: the steps, the learning curve so far and the
     training seconds) is written right after an update: after every update by default, or after the first
@@ -642,6 +631,20 @@ def train_ppo(
 
     from ..integrations.sb3 import AsymmetricActorCriticPolicy
 
+    env_id, sensors, n_envs = cfg.env.id, cfg.sensors, cfg.env.n_envs
+    critic = critic if critic is not None else cfg.critic.type
+    timesteps = int(timesteps if timesteps is not None else cfg.algorithm.timesteps)
+    seed = int(seed if seed is not None else cfg.algorithm.seed)
+    eval_every = int(eval_every if eval_every is not None else cfg.algorithm.eval_every)
+    eval_episodes, normalize, ppo_kwargs = (
+        cfg.algorithm.eval_episodes,
+        cfg.algorithm.normalize,
+        cfg.algorithm.kwargs,
+    )
+    env_kwargs, vectorization_mode, latency = cfg.env.kwargs, cfg.env.vectorization, cfg.latency
+    policy_sensors, critic_sensors = cfg.policy, cfg.critic.sensors
+    critic_env_obs, critic_randomization = cfg.critic.env_obs, cfg.critic.randomization
+    policy_age, critic_age, dt = cfg.policy_age, cfg.critic_age, cfg.env.dt
     if critic not in CRITIC_TYPES:
         raise ValueError(f"critic={critic!r}: expected one of {CRITIC_TYPES}.")
     kwargs = {**DEFAULT_PPO, **dict(ppo_kwargs or {})}
@@ -782,26 +785,6 @@ def train_ppo(
     }
 
 
-def config_train_kwargs(cfg: Any) -> dict[str, Any]:
-    """The keyword arguments of :func:`train_ppo` a config sets, besides the env id, the sensors, the
-    budget and the seed (``train`` and every ``ablate`` run build their training from these)."""
-    return dict(
-        n_envs=cfg.env.n_envs,
-        policy_sensors=cfg.policy,
-        critic_sensors=cfg.critic.sensors,
-        critic_env_obs=cfg.critic.env_obs,
-        critic_randomization=cfg.critic.randomization,
-        ppo_kwargs=cfg.algorithm.kwargs,
-        normalize=cfg.algorithm.normalize,
-        env_kwargs=cfg.env.kwargs,
-        vectorization_mode=cfg.env.vectorization,
-        latency=cfg.latency,
-        policy_age=cfg.policy_age,
-        critic_age=cfg.critic_age,
-        dt=cfg.env.dt,
-    )
-
-
 def _BlankCritic(env: Any, space: Any) -> Any:
     """Replace the ``"critic"`` observation by zeros of the trained shape: evaluation runs the actor
     only, so a test config may change what the critic would have seen (e.g. no randomized parameters)."""
@@ -893,23 +876,16 @@ def train_from_config(
             env.save(str(out / "vecnormalize.pkl"))
 
     result = train_ppo(
-        cfg.env.id,
-        cfg.sensors,
-        critic=cfg.critic.type,
-        timesteps=cfg.algorithm.timesteps,
-        seed=cfg.algorithm.seed,
-        eval_episodes=cfg.algorithm.eval_episodes,
+        cfg,
         tensorboard_log=str(out / "tb"),
         callback=callback,
         progress_bar=progress_bar,
-        eval_every=cfg.algorithm.eval_every,
+        progress_log=progress_log,
         on_model=save,
         checkpoint_dir=out / "checkpoint",
         checkpoint_every=checkpoint_every,
         resume=resume,
         interruptible=interruptible,
-        progress_log=progress_log,
-        **config_train_kwargs(cfg),
     )
     (out / "result.json").write_text(json.dumps(result, indent=2))
     return result

@@ -62,16 +62,20 @@ def test_a_learning_curve_point_scores_the_policy_trained_on_its_steps(monkeypat
         return real(model, env, episodes, deterministic)
 
     monkeypatch.setattr(training, "evaluate", spy)
-    result = training.train_ppo(
-        "Pendulum-v1",
-        {"angle": sg.StateSensorOptions(key="obs", index=[0, 1])},
-        timesteps=512,
-        n_envs=2,
-        seed=0,
-        eval_episodes=1,
-        eval_every=128,
-        ppo_kwargs={"n_steps": 64, "batch_size": 64, "n_epochs": 1},
+    from sensorgym.app.config import AlgorithmConfig, Config, EnvConfig
+
+    cfg = Config(
+        sensors={"angle": sg.StateSensorOptions(key="obs", index=[0, 1])},
+        env=EnvConfig(id="Pendulum-v1", n_envs=2),
+        algorithm=AlgorithmConfig(
+            timesteps=512,
+            seed=0,
+            eval_episodes=1,
+            eval_every=128,
+            kwargs={"n_steps": 64, "batch_size": 64, "n_epochs": 1},
+        ),
     )
+    result = training.train_ppo(cfg)
     points = seen[:-1]  # the last call is the final score
     assert [steps for steps, _ in points] == [128, 256, 384]
     assert all(updates == steps // 128 for steps, updates in points)  # one epoch per 128-step rollout

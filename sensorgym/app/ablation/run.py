@@ -65,23 +65,15 @@ def run_one(cfg_raw: dict, run: Run, progress: Any = None, threads: int | None =
     import torch
 
     from ..config import parse_config
-    from ..training import config_train_kwargs, planned_timesteps, rollout_steps, train_ppo
+    from ..training import planned_timesteps, rollout_steps, train_ppo
 
     cfg = apply_overrides(parse_config(cfg_raw), run.cell)
     planned = planned_timesteps(cfg.algorithm.timesteps, rollout_steps(cfg.algorithm.kwargs, cfg.env.n_envs))
     callback = _progress_callback(progress, run.run_id, planned) if progress is not None else None
     with _torch_threads(threads):
         used_threads = torch.get_num_threads()
-        result = train_ppo(
-            cfg.env.id,
-            cfg.sensors,
-            critic=run.critic,
-            timesteps=cfg.algorithm.timesteps,
-            seed=run.seed,
-            eval_episodes=cfg.algorithm.eval_episodes,
-            callback=callback,
-            **config_train_kwargs(cfg),
-        )
+        # the run's critic and seed; no learning curve (a sweep scores each run once, at its end)
+        result = train_ppo(cfg, critic=run.critic, seed=run.seed, eval_every=0, callback=callback)
     row: dict[str, Any] = {"run_id": run.run_id, "critic": run.critic, "seed": run.seed, **run.cell}
     row.update(
         {
