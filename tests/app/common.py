@@ -18,6 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: PPO on tiny rollouts: 64 steps per env, one epoch (the CLI tests' training in seconds)
+TINY_PPO = "kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }"
+
 #: the one tiny config of the CLI tests: Pendulum through a delayed, noisy angle sensor, PPO on 128-step
 #: rollouts (2 envs x 64 steps); ``{timesteps}`` is the budget. Variants: ``tiny_toml(...)``.
 TINY_TOML = """
@@ -35,7 +38,7 @@ history_length = 2
 timesteps = {timesteps}
 eval_episodes = {eval_episodes}
 eval_every = {eval_every}
-kwargs = {{ n_steps = 64, batch_size = 64, n_epochs = 1 }}
+{ppo}
 """
 
 #: a sweep of the tiny config: 2 noise levels x 2 critics x 2 seeds = 8 runs
@@ -51,7 +54,8 @@ SWEEP_RUNS = 8
 def tiny_toml(timesteps: int = 128, eval_episodes: int = 1, eval_every: int = 0, extra: str = "") -> str:
     """The tiny config's text with its budget, evaluation episodes and learning-curve period, plus
     ``extra`` tables appended (e.g. :data:`SWEEP_TOML`)."""
-    return TINY_TOML.format(timesteps=timesteps, eval_episodes=eval_episodes, eval_every=eval_every) + extra
+    values = dict(timesteps=timesteps, eval_episodes=eval_episodes, eval_every=eval_every, ppo=TINY_PPO)
+    return TINY_TOML.format(**values) + extra
 
 
 def write_config(folder: Path, name: str = "tiny.toml", **kwargs: object) -> Path:

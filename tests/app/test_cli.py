@@ -19,8 +19,9 @@ from sensorgym.app.cli import main
 from sensorgym.app.config import ConfigError, load_config, parse_config
 from sensorgym.app.inspection import run_inspect
 
+from .common import tiny_toml
+
 ROOT = Path(__file__).resolve().parents[2]
-TINY_PPO = "kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }"
 
 
 @pytest.fixture(autouse=True)
@@ -34,26 +35,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def tiny_config(tmp_path: Path, extra: str = "") -> Path:
-    return write(
-        tmp_path / "tiny.toml",
-        f"""
-[env]
-id = "Pendulum-v1"
-n_envs = 2
-[sensors.angle]
-type = "StateSensorOptions"
-key = "obs"
-index = [0, 1]
-delay = 0.05
-noise = 0.05
-history_length = 2
-[algorithm]
-timesteps = 128
-eval_episodes = 1
-{TINY_PPO}
-{extra}
-""",
-    )
+    return write(tmp_path / "tiny.toml", tiny_toml(extra="\n" + extra + "\n"))
 
 
 # -- inspect -----------------------------------------------------------------------------------------------

@@ -14,22 +14,11 @@ import pytest
 
 from sensorgym.app.cli import build_parser, install_fix, main
 
+from .common import tiny_toml
+
 ROOT = Path(__file__).resolve().parents[2]
 
-BASE = """
-[env]
-id = "Pendulum-v1"
-n_envs = 2
-[sensors.angle]
-type = "StateSensorOptions"
-key = "obs"
-index = [0, 1]
-noise = 0.05
-[algorithm]
-timesteps = 128
-eval_episodes = 1
-kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }
-"""
+BASE = tiny_toml()  # the shared tiny config; each case edits one line of it
 
 
 @pytest.fixture(autouse=True)

@@ -100,6 +100,7 @@ def _scores(path: Path) -> dict[str, dict]:
     }
 
 
+@pytest.mark.slow  # two whole sweeps (~50 s on 2 busy cores); SIGTERM's default-run test is the one above
 def test_sigterm_to_a_sweep_and_resume_give_the_uninterrupted_study(tmp_path):
     """SLURM's scancel or `timeout` (SIGTERM to the whole group) mid-sweep, then the same command again:
     results.csv holds the same runs with the same scores, bit for bit, as a sweep that was never stopped.

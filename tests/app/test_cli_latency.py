@@ -18,10 +18,10 @@ from sensorgym.app.config import ConfigError, LatencyConfig, apply_overrides, lo
 from sensorgym.app.training import evaluate_saved, make_sensor_env, make_training_env
 from sensorgym.wrappers import ActionLatency
 
+from .common import TINY_PPO
 from .test_train_resume import _run
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY_PPO = "kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }"
 
 CONFIG = f"""
 [env]

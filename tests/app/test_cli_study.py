@@ -19,6 +19,8 @@ from sensorgym.app.cli import main
 from sensorgym.app.config import load_config, parse_config
 from sensorgym.app.demo import demo_traces, run_demo
 
+from .common import tiny_toml
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "examples" / "configs"
 
@@ -179,25 +181,10 @@ def test_a_two_point_difference_is_not_blown_up():
 
 
 # -- train / eval: one final score, reproduced; honest step counts ------------------------------------------
-TINY = """
-[env]
-id = "Pendulum-v1"
-n_envs = 2
-[sensors.angle]
-type = "StateSensorOptions"
-key = "obs"
-index = [0, 1]
-noise = 0.05
-history_length = 2
-[critic]
-type = "symmetric"
-[algorithm]
-timesteps = 200
-eval_episodes = 3
-eval_every = 128
-seed = 4
-kwargs = { n_steps = 64, batch_size = 64, n_epochs = 1 }
-"""
+# the shared tiny config, symmetric, with a learning curve, a budget that is not whole rollouts and seed 4
+TINY = tiny_toml(
+    timesteps=200, eval_episodes=3, eval_every=128, extra='[critic]\ntype = "symmetric"\n'
+).replace("eval_every = 128\n", "eval_every = 128\nseed = 4\n")
 
 
 def test_train_reports_one_final_score_that_eval_reproduces(tmp_path, capsys):

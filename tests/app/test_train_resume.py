@@ -13,26 +13,16 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
+from .common import tiny_toml
+
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = """
-[env]
-id = "Pendulum-v1"
-n_envs = 2
-[sensors.angle]
-type = "StateSensorOptions"
-key = "obs"
-index = [0, 1]
-delay = 0.05
-jitter = 0.05
-noise = { dist = "LogUniform", low = 0.01, high = 0.1 }
-history_length = 2
-[critic]
-randomization = true
-[algorithm]
-timesteps = 1024
-eval_episodes = 1
-kwargs = { n_steps = 64, batch_size = 64, n_epochs = 2 }
-"""
+# the shared tiny config with jitter, noise drawn per episode, the critic reading it, two epochs
+CONFIG = (
+    tiny_toml(timesteps=1024, extra="[critic]\nrandomization = true\n")
+    .replace("delay = 0.05\n", "delay = 0.05\njitter = 0.05\n")
+    .replace("noise = 0.05", 'noise = { dist = "LogUniform", low = 0.01, high = 0.1 }')
+    .replace("n_epochs = 1", "n_epochs = 2")
+)
 
 SCRIPT = """
 import sys, numpy as np
