@@ -88,3 +88,18 @@ def test_delay_to_a_fraction_of_a_sample(seed, tmp_path):
     assert abs(est.delay - delay) < 4 * est.se + 1e-4 * truth.sample_interval
     assert result.options["gyro"]["delay"] == pytest.approx(est.delay)
     assert math.isfinite(est.correlation) and est.correlation > 0.9
+
+
+def test_white_noise_logs_get_no_filter():
+    """A white log's scatter at the shortest tau fits a cut-off past Nyquist now and then (seeds 11, 12,
+    25 and 28 at 65-73 Hz, 100 Hz sampling, before the rule): such a filter is not identifiable and is not
+    reported; the white noise is recovered on every seed."""
+    from sensorgym.fitting.allan import allan_deviation, fit_m
+    from sensorgym.fitting.estimate import fit_allan
+
+    for seed in (*range(8), 11, 12, 25, 28):
+        y = np.random.default_rng(seed).normal(0.0, 0.05, 20000)
+        f = fit_allan(allan_deviation(y, 0.01, fit_m(len(y), len(y) // 5)), 0.01)
+        assert f.estimates["bandwidth"].value is None, (seed, f.estimates["bandwidth"])
+        assert f.params.bandwidth == 0.0
+        assert abs(f.estimates["noise_density"].value / 0.005 - 1) < 0.03
