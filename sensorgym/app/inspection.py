@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .config import Config
+from .inspect_error_model import error_model_checks, error_model_rows, loss_runs, regress_filter
 
 __all__ = [
     "InspectResult",
@@ -218,9 +219,13 @@ def _quantization(values: np.ndarray) -> float:
     return float(np.round(step, 9))
 
 
-def estimate_channel(gt: np.ndarray, measured: np.ndarray, max_lag: int = 20) -> dict[str, float]:
+def estimate_channel(
+    gt: np.ndarray, measured: np.ndarray, max_lag: int = 20, episode_step: np.ndarray | None = None
+) -> dict[str, Any]:
     """Delay (steps), bias, noise std, drift at the end and quantization step of one channel,
-    estimated from its ground-truth and measured traces only."""
+    estimated from its ground-truth and measured traces only; ``filter``: the consecutive residuals'
+    regression (:func:`~sensorgym.app.inspect_error_model.regress_filter`), within episodes when
+    ``episode_step`` is given."""
     gt, measured = np.asarray(gt, float), np.asarray(measured, float)
     n = len(gt)
     max_lag = max(0, min(max_lag, n // 3))
@@ -243,7 +248,13 @@ def estimate_channel(gt: np.ndarray, measured: np.ndarray, max_lag: int = 20) ->
     # standard errors: the MAD of (correlated) differences, and the medians of two windows
     noise_se = noise * 1.65 / math.sqrt(max(1, len(resid) - 1))
     bias_se = 1.2533 * noise / math.sqrt(window)
+    # the reading at t + best shows step t's sample: a pair (t - 1, t) lies in one episode when that
+    # episode started at t - 1 or before
+    pairs = np.ones(max(len(resid) - 1, 0), bool)
+    if episode_step is not None:
+        pairs = np.asarray(episode_step)[best + 1 : n] >= best + 1
     return {
+        "filter": regress_filter(measured[best:], gt[: n - best], pairs, np.ones(pairs.size, int)),
         "delay_steps": best,
         "bias": bias,
         "noise_std": noise,
@@ -321,10 +332,12 @@ def estimate_sampled(
         due = np.maximum(1, np.round(gaps / period)).astype(int)
         lost, n_due = int((due - 1).sum()), int(due.sum())
     else:
-        period, lost, n_due = float("nan"), 0, 0
+        period, lost, n_due, due = float("nan"), 0, 0, np.zeros(0, int)
     n = len(resid)
     bias_se = 1.2533 * noise / math.sqrt(window)
     return {
+        "filter": regress_filter(measured[idx], gt[src[idx]], same, np.diff(src[idx])),
+        "runs": loss_runs(due),
         "delay_steps": int(k[valid].min()) if valid.any() else 0,
         "bias": bias,
         "noise_std": noise,
@@ -591,6 +604,9 @@ def compare_channel(
             "ground truth by up to a period, which the delay and noise estimates include; the sampler figure "
             "shows the samples taken, those lost and the reading's age"
         )
+    model_rows, model_notes = error_model_rows(options, component, est, dt, z)
+    rows.update(model_rows)
+    notes += model_notes
     if n and n < 100:
         notes.append(
             f"short trace ({n} samples): every estimate is rough (see the ± values); record more with "
@@ -894,14 +910,19 @@ def run_inspect(
     samples, losses and ages to :func:`sampling_path`).
 
     The verdicts share one threshold, :func:`verdict_z` of the number of statistical checks in the table
-    (noise, bias and drift per channel, dropout per sampled channel), so that a correct config shows
+    (noise, bias and drift per channel, dropout per sampled channel, and each configured noise density,
+    bandwidth and mean burst), so that a correct config shows
     "differs" anywhere in the table with a chance of about 5%."""
     rec = _record(cfg, steps, seed=seed, model=model)
     times, names, gt, measured, sampled = rec.times, rec.names, rec.gt, rec.measured, rec.sampling
     dt = float(times[1] - times[0]) if len(times) > 1 else 0.0
     episode = episode_steps(rec.resets)
     parts = [(name, *_split(name)) for name in names]
-    checks = sum(3 + (sensor in sampled) for _, sensor, _ in parts if sensor in cfg.sensors)
+    checks = sum(
+        3 + (sensor in sampled) + error_model_checks(cfg.sensors[sensor], component)
+        for _, sensor, component in parts
+        if sensor in cfg.sensors
+    )
     z = verdict_z(checks)
     summary = []
     for c, (name, sensor, component) in enumerate(parts):
@@ -909,7 +930,7 @@ def run_inspect(
             age = np.round(sampled[sensor]["age"] / dt).astype(int)
             row = estimate_sampled(gt[:, c], measured[:, c], age, episode)
         else:
-            row = estimate_channel(gt[:, c], measured[:, c], max_lag=max_lag)
+            row = estimate_channel(gt[:, c], measured[:, c], max_lag=max_lag, episode_step=episode)
         entry = {"channel": name, **row}
         if sensor in cfg.sensors:
             entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z))
