@@ -344,6 +344,12 @@ class Sensor(ABC):
         """Per-env values of the options given as distributions: ``{field: (B, k)}`` new tensors."""
         return self._manager._read_randomization(self)
 
+    def _extra_randomization(self) -> dict[str, torch.Tensor]:
+        """Per-env values this sensor class draws itself at a reset, beyond the options' parameter table
+        (the IMU's mount): ``{field: (B, ...)}``, each read as ``(B, k)`` by :meth:`read_randomization`
+        and the manager's critic columns. None by default."""
+        return {}
+
 
 #: class attribute -> the hook it stands for (see ``Sensor.cache_dtype``)
 _CONSTANT_HOOKS = {

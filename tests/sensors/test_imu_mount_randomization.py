@@ -456,6 +456,31 @@ def test_coupling_forms():
     assert gyro[:, 1, 0].eq(0).all() and gyro[:, 0, 1].ne(0).all()  # a matrix entry: only itself
 
 
+def test_the_drawn_mount_is_in_read_randomization_and_its_names():
+    """The mount draws are columns of the manager's randomization (what a critic gets), named per
+    component, beside the options' own randomized values; a fixed IMU adds none."""
+    u = sg.Uniform(-0.01, 0.01)
+    o = sg.IMUOptions(
+        body="b", euler_offset=(sg.Uniform(-5.0, 5.0), 0.0, 0.0), acc_cross_axis_coupling=u,
+        gyro_noise=sg.Uniform(0.0, 0.1),
+    )  # fmt: skip
+    mgr = sg.SensorManager(num_envs=3, dt=0.01, seed=0)
+    imu = mgr.add_sensor(o, name="imu")
+    fixed = mgr.add_sensor(sg.IMUOptions(body="b", pos_offset=(0.1, 0.0, 0.0)), name="fixed")
+    mgr.reset({imu.state_key: torch.zeros(3, 9), fixed.state_key: torch.zeros(3, 9)})
+    names = mgr.randomization_names()
+    table = mgr.read_randomization()
+    assert table.shape == (3, len(names))
+    mount = [f"imu.euler_offset[{c}]" for c in range(3)] + [
+        f"imu.acc_cross_axis_coupling[{c}]" for c in range(9)
+    ]
+    assert names[-12:] == mount and not any(n.startswith("fixed.") for n in names)
+    drawn = imu.read_mount()
+    assert torch.equal(table[:, -12:-9], drawn["euler_offset"])
+    assert torch.equal(table[:, -9:], drawn["acc_cross_axis_coupling"].reshape(3, 9))
+    assert set(imu.read_randomization()) >= {"euler_offset", "acc_cross_axis_coupling"}
+
+
 def test_per_env_generators_draw_the_mount_an_env_would_draw_alone():
     """With ``per_env_rng`` env ``b``'s mount comes from its own generator (seed + b): a batch of 3 draws
     what three single-env managers draw, at the first reset and at a partial one."""
@@ -492,8 +517,17 @@ def test_through_the_gymnasium_wrapper_on_ant():
     envs = make_sensor_vec(
         "Ant-v5", 2, {"random": random_imu, "nominal": nominal_imu}, seed=0,
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, env_kwargs={"max_episode_steps": 50},
+        critic_randomization=True,
     )  # fmt: skip
-    envs.reset(seed=0)
+    obs, _ = envs.reset(seed=0)
+    # the critic's randomization columns hold each env's drawn mount
+    names = envs.manager.randomization_names()
+    assert "random.euler_offset[1]" in names and "random.pos_offset[0]" in names
+    cols = np.asarray(obs["critic"])[:, -len(names) :]  # the randomization: the critic's last columns
+    col = names.index("random.euler_offset[1]")
+    drawn = envs.sensors["random"].read_mount()["euler_offset"][:, 1].numpy()
+    np.testing.assert_allclose(cols[:, col], drawn)
+    assert np.all(np.abs(drawn) <= 10.0) and drawn[0] != drawn[1]
     random, nominal = envs.sensors["random"], envs.sensors["nominal"]
     first = draws(random)
     rng = np.random.default_rng(0)

@@ -1023,6 +1023,10 @@ class IMUSensor(MujocoSensor):
                 out[f"{f}_cross_axis_coupling"] = extra["mount_coupling"][:, j, fi].clone()
         return out
 
+    def _extra_randomization(self) -> dict[str, torch.Tensor]:
+        # the drawn mount joins read_randomization() and the critic's randomization columns
+        return self.read_mount()
+
     @classmethod
     def _measure(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
         native = _native(model, o)
