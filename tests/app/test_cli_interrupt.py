@@ -60,7 +60,8 @@ def _assert_clean_interrupt(cmd: Command, seconds: float, command: str, code: in
     ("workers", "sig", "group"),
     [
         ("2", signal.SIGINT, True),  # Ctrl-C in a terminal: the whole group
-        ("1", signal.SIGINT, True),
+        # in process: the default run keeps the two above (the same handler, plus the workers' queues)
+        pytest.param("1", signal.SIGINT, True, marks=pytest.mark.slow),
         ("2", signal.SIGTERM, False),  # docker stop, kill PID: the command only, its workers are its job
     ],
     ids=["ctrl-c-workers", "ctrl-c-in-process", "sigterm-to-the-command-only"],
@@ -182,7 +183,7 @@ def test_a_resumed_train_is_the_uninterrupted_one(tmp_path):
     score with the same learning curve as a run that was never stopped. (It differed: the resumed run
     started fresh rollouts where the interrupt fell, trained 102,404 steps instead of 102,400, scored
     differently, and lost the learning curve's points from before the interrupt.)"""
-    (tmp_path / "c.toml").write_text(tiny_toml(timesteps=6400, eval_episodes=2, eval_every=640))
+    (tmp_path / "c.toml").write_text(tiny_toml(timesteps=3840, eval_episodes=2, eval_every=640))
     whole = sensorgym(tmp_path, "train", "--config", "c.toml", "--out", "whole")
     assert whole.returncode == 0, whole.stderr
     cmd = Command(tmp_path, "train", "--config", "c.toml", "--out", "stopped")
@@ -193,8 +194,8 @@ def test_a_resumed_train_is_the_uninterrupted_one(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     a = json.loads((tmp_path / "whole" / "result.json").read_text())
     b = json.loads((tmp_path / "stopped" / "result.json").read_text())
-    assert b["timesteps"] == a["timesteps"] == 6400
-    assert b["eval_history"] == a["eval_history"] and len(a["eval_history"]) == 9  # 640, ..., 5,760
+    assert b["timesteps"] == a["timesteps"] == 3840
+    assert b["eval_history"] == a["eval_history"] and len(a["eval_history"]) == 5  # 640, ..., 3,200
     assert b["eval_returns"] == a["eval_returns"] and b["eval_return_mean"] == a["eval_return_mean"]
     curve = [line for line in resumed.stdout.splitlines() if line.startswith("  ") and "steps:" in line]
     assert curve == [line for line in whole.stdout.splitlines() if line.startswith("  ") and "steps:" in line]
