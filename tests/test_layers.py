@@ -92,3 +92,73 @@ def test_the_checker_sees_a_leak(tmp_path):
     probe = tmp_path / "_layer_probe.py"  # never in the checkout: another run or a crash would leave it there
     probe.write_text(leak)
     assert "sensorgym.app.training" in imports_of("sensorgym.integrations.probe", probe)
+
+
+def _module_of(name: str, known: set[str]) -> str | None:
+    """The module file an imported name lies in (a package is its ``__init__``; ``from . import attr``
+    is the package's), or None outside the package."""
+    parts = name.split(".")
+    while parts and parts[0] == "sensorgym":
+        candidate = ".".join(parts)
+        if candidate in known:
+            return candidate
+        if f"{candidate}.__init__" in known:
+            return f"{candidate}.__init__"
+        parts = parts[:-1]
+    return None
+
+
+def import_circles() -> list[list[str]]:
+    """The package's import circles (strongly connected modules), every import counted: top-level, lazy
+    and type-only (``if TYPE_CHECKING:``) ones alike."""
+    known = {m for m, _ in modules()}
+    graph = {
+        m: sorted({t for name in imports_of(m, p) if (t := _module_of(name, known)) and t != m})
+        for m, p in modules()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_import_circles():
+    """Issue 25: zero circles, type-only imports included (a component takes the narrow protocol of
+    sensorgym.core.protocols, not the module above it)."""
+    assert import_circles() == []
+
+
+def test_the_circle_finder_sees_one(monkeypatch):
+    real = imports_of
+
+    def with_back_edge(module: str, path: Path) -> set[str]:
+        found = real(module, path)
+        return found | {"sensorgym.core.manager"} if module == "sensorgym.core.options" else found
+
+    monkeypatch.setitem(globals(), "imports_of", with_back_edge)
+    circles = import_circles()
+    assert any({"sensorgym.core.options", "sensorgym.core.manager"} <= set(c) for c in circles), circles

@@ -197,7 +197,7 @@ def _check_dt(cfg: Any, where: str) -> None:
     in seconds is converted to steps with it, so a wrong one shifts them all (``dt = 0.02`` for Pendulum,
     whose step is 0.05 s, made a 0.1 s delay 5 steps = 0.25 s, and ``inspect`` said "ok")."""
     from .config import ConfigError
-    from .training import own_control_step
+    from .control_step import own_control_step
 
     if cfg.env.dt is None:
         return

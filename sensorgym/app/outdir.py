@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import csv
 import errno
 import json
 import os
@@ -46,6 +47,7 @@ __all__ = [
     "move_aside",
     "prepare_file",
     "prepare_folder",
+    "read_results",
     "run_conflict",
     "study_base",
     "study_conflict",
@@ -139,9 +141,15 @@ def differing_keys(a: Any, b: Any, prefix: str = "") -> list[str]:
     return [] if a == b else [prefix.rstrip(".")]
 
 
-def _finished_rows(out: Path) -> list[dict[str, Any]]:
-    from .ablation import read_results
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The rows of a ``results.csv`` (an empty list when it does not exist)."""
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(f))
 
+
+def _finished_rows(out: Path) -> list[dict[str, Any]]:
     rows = list(read_results(out / "results.csv")) if (out / "results.csv").is_file() else []
     folder = out / ".finished"
     if folder.is_dir():

@@ -97,7 +97,7 @@ def policy_input_differences(trained: Any, other: Any) -> list[str]:
     if trained.env.id == other.env.id and (
         trained.env.dt != other.env.dt or trained.env.kwargs != other.env.kwargs
     ):
-        from .training import own_control_step
+        from .control_step import own_control_step
 
         steps = []
         for cfg in (trained, other):  # the step the run actually used: the env's own unless [env] dt gives it

@@ -64,7 +64,6 @@ __all__ = [
     "load_checkpoint",
     "make_sensor_env",
     "make_training_env",
-    "own_control_step",
     "planned_timesteps",
     "rollout_steps",
     "sample_sd",
@@ -430,29 +429,6 @@ def make_sensor_env(
     except BaseException:
         envs.close()
         raise
-
-
-def own_control_step(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> float | None:
-    """The control step (s) the env ``env_id`` built with ``env_kwargs`` gives itself (its ``dt``, e.g.
-    a MuJoCo env's ``frame_skip`` x model timestep, or ``metadata["dt"]``), or ``None`` when it gives none
-    (CartPole): then a config must set ``[env] dt``.
-
-    Example:
-        >>> own_control_step("Pendulum-v1"), own_control_step("CartPole-v1")
-        (0.05, None)
-    """
-    import gymnasium as gym
-
-    from .. import envs as _register  # noqa: F401  (registers sensorgym/... ids)
-    from ..wrappers.common import infer_dt
-
-    env = gym.make(env_id, **dict(env_kwargs or {}))
-    try:
-        return infer_dt(env, None)
-    except ValueError:
-        return None
-    finally:
-        env.close()
 
 
 def config_env_kwargs(cfg: Any) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import torch
 from .rows import env_mask
 
 if TYPE_CHECKING:
-    from .manager import SensorManager
+    from .protocols import ManagerHandle as SensorManager
 
 __all__ = ["CapturedStep", "ring_depths"]
 

@@ -28,7 +28,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -36,7 +36,6 @@ from .xp import NUMPY, TORCH, numpy_view
 
 if TYPE_CHECKING:
     from .error_model import ErrorModel
-    from .metadata import SensorMetadata
     from .parameters import ParameterTable
 
 __all__ = [
@@ -359,7 +358,15 @@ class HardwareImperfections:
             self.kernel(data, *self.walk_args, rows, *self.other_args, source, *self.model_args)
 
 
-def apply_default_hardware_imperfections(md: SensorMetadata, data: torch.Tensor) -> None:
+class ImperfectionsOwner(Protocol):
+    """What the default hook reads of the class metadata (:class:`~sensorgym.core.metadata.SensorMetadata`):
+    its bound imperfections and the step's capture context."""
+
+    imperfections: HardwareImperfections
+    context: Any
+
+
+def apply_default_hardware_imperfections(md: ImperfectionsOwner, data: torch.Tensor) -> None:
     """Random walk, noise, bias and resolution on ``data`` ``(B, icols)`` in place (what
     ``SimpleSensor._apply_hardware_imperfections`` does by default). When the default hooks folded the
     copy of the raw value into this call, ``data`` is written from the GT slot (the same numbers)."""

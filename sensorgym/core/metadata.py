@@ -38,9 +38,9 @@ from .xp import NUMPY, TORCH
 if TYPE_CHECKING:
     from .imperfections import HardwareImperfections
     from .parameters import ParameterTable
+    from .protocols import SensorHandle
     from .ring import Ring
     from .rng import RandomSource
-    from .sensor import Sensor
 
 __all__ = ["COMPONENT_FIELDS", "STEP", "TIME_FIELDS", "CaptureContext", "SensorMetadata"]
 
@@ -94,8 +94,8 @@ class SensorMetadata:
 
     def __init__(
         self,
-        sensor_cls: type[Sensor],
-        sensors: list[Sensor],
+        sensor_cls: type,
+        sensors: list[SensorHandle],
         num_envs: int,
         dt: float,
         device: torch.device,

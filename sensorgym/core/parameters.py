@@ -42,8 +42,8 @@ from .randomization import Distribution
 from .xp import NUMPY, TORCH
 
 if TYPE_CHECKING:
+    from .protocols import SensorHandle as Sensor
     from .rng import RandomSource
-    from .sensor import Sensor
 
 __all__ = [
     "COMPONENT_FIELDS",

@@ -43,8 +43,8 @@ from .randomization import Distribution
 from .ring import Clock, Ring
 
 if TYPE_CHECKING:
+    from .protocols import SensorHandle as Sensor
     from .rng import RandomSource
-    from .sensor import Sensor
 
 __all__ = ["SAMPLER_FIELDS", "Sampler", "needs_sampler"]
 

@@ -48,8 +48,8 @@ from .imperfections import apply_default_hardware_imperfections
 from .options import SensorOptions, SimpleSensorOptions
 
 if TYPE_CHECKING:
-    from .manager import SensorManager
     from .metadata import SensorMetadata
+    from .protocols import ManagerHandle
     from .ring import RingView
 
 __all__ = ["SENSOR_REGISTRY", "Format", "Sensor", "SimpleSensor", "normalize_format"]
@@ -190,7 +190,7 @@ class Sensor(ABC):
             f"{known}, or define `class MySensor(sg.SimpleSensor): options_cls = {options_cls.__name__}`."
         )
 
-    def __init__(self, options: SensorOptions, manager: SensorManager, name: str) -> None:
+    def __init__(self, options: SensorOptions, manager: ManagerHandle, name: str) -> None:
         self.options = options
         self.name = name
         self._manager = manager

@@ -18,101 +18,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .allan import Allan, allan_deviation, fit_m, octave_m
-from .config_out import merge_into, read_config, to_toml
-from .delay import DelayEstimate, estimate_delay
+from .allan import allan_deviation, fit_m, octave_m
+from .channels import Channel
+from .config_out import fitted_tables, merge_into, read_config, to_toml
+from .delay import estimate_delay
 from .errors import FitError
-from .estimate import NoiseFit, fit_allan
+from .estimate import fit_allan
 from .lattice import lattice_step
-from .readers import Channel, read_channels
-from .simulate import SimResult, SimSensor, simulate
+from .readers import read_channels
+from .result import ChannelFit, ClosedLoop, FitResult
+from .simulate import SimSensor, simulate
 from .static import find_static_window
-from .timing import Timing, analyse_timing
+from .timing import analyse_timing
 
 __all__ = ["ChannelFit", "ClosedLoop", "FitResult", "default_name", "fit"]
 
 _MIN_STATIC = 64  # samples: an Allan deviation at a handful of averaging times
-
-
-@dataclass
-class ClosedLoop:
-    """The log's Allan deviation against the fitted config's, at the octave ``tau`` of the check."""
-
-    taus: np.ndarray
-    log: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    sim: np.ndarray
-
-    @property
-    def inside(self) -> np.ndarray:
-        return (self.sim >= self.lo) & (self.sim <= self.hi)
-
-    @property
-    def relative(self) -> np.ndarray:
-        return self.sim / self.log - 1.0
-
-    def line(self, channel: str) -> str:
-        if not len(self.taus):
-            too_short = "no octave tau in [2 T_s, duration/10]: the static window is too short"
-            return f"closed loop {channel}: {too_short}"
-        worst = int(np.argmax(np.abs(self.relative)))
-        return (
-            f"closed loop {channel}: within the log's 95% band at {int(self.inside.sum())} of "
-            f"{len(self.taus)} τ; "
-            f"largest relative difference {100 * self.relative[worst]:+.1f}% at τ = {self.taus[worst]:.3g} s"
-        )
-
-
-@dataclass
-class ChannelFit:
-    """Everything fitted for one channel."""
-
-    channel: Channel
-    name: str
-    component: int
-    timing: Timing
-    window: tuple[float, float]  # seconds from the channel's first time stamp
-    window_given: bool
-    level: float
-    allan: Allan
-    resolution: tuple[float | None, float | None]
-    noise: NoiseFit
-    delay: DelayEstimate | None = None
-    closed_loop: ClosedLoop | None = None
-
-    @property
-    def duration(self) -> float:
-        return self.window[1] - self.window[0]
-
-
-@dataclass
-class FitResult:
-    """What :func:`fit` found and wrote.
-
-    Attributes:
-        log: the log's path.
-        channels: per channel, its estimates and data (:class:`ChannelFit`).
-        options: the fitted options per name, as written to ``fitted.toml``.
-        sim: the simulation of those options (:class:`~sensorgym.fitting.simulate.SimResult`).
-        lines: the closed-loop lines, one per channel.
-        files: the files written (``"fitted.toml"``, ``"fit_report.md"``, ...), by name.
-        into_changes: with ``into``, what changed in each sensor table of the config.
-    """
-
-    log: Path
-    channels: list[ChannelFit]
-    options: dict[str, dict[str, Any]]
-    sim: SimResult | None
-    lines: list[str]
-    files: dict[str, Path] = field(default_factory=dict)
-    into_changes: list[str] = field(default_factory=list)
 
 
 def default_name(channel: str) -> str:
@@ -350,19 +276,6 @@ def fit(
 
         write_outputs(result, Path(out), merged if into is not None else None, into)
     return result
-
-
-def fitted_tables(options: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The ``[sensors.*]`` tables of ``fitted.toml`` (``TABLE.FIELD`` names as ``FIELD_option`` keys)."""
-    from .config_out import PER_SENSOR
-
-    tables: dict[str, dict[str, Any]] = {}
-    for name, opts in options.items():
-        table, _, field_name = name.partition(".")
-        body = tables.setdefault(table, {})
-        for key, value in opts.items():
-            body[key if (key in PER_SENSOR or not field_name) else f"{field_name}_{key}"] = value
-    return {"sensors": tables}
 
 
 __all__ += ["fitted_tables", "to_toml"]

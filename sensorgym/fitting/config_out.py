@@ -34,7 +34,7 @@ from typing import Any
 from ..core.sensor import SENSOR_REGISTRY
 from .errors import FitError, require
 
-__all__ = ["PER_SENSOR", "merge_into", "read_config", "to_toml"]
+__all__ = ["PER_SENSOR", "fitted_tables", "merge_into", "read_config", "to_toml"]
 
 #: options that belong to a whole sensor (one value, no field prefix), not to a component or an IMU field
 PER_SENSOR = ("update_period", "dropout", "dropout_burst", "delay")
@@ -183,3 +183,14 @@ def merge_into(
                     written.append(f"(removed {old})")
         changes.append(f"[sensors.{table_name}]: {', '.join(written)}")
     return out, changes
+
+
+def fitted_tables(options: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The ``[sensors.*]`` tables of ``fitted.toml`` (``TABLE.FIELD`` names as ``FIELD_option`` keys)."""
+    tables: dict[str, dict[str, Any]] = {}
+    for name, opts in options.items():
+        table, _, field_name = name.partition(".")
+        body = tables.setdefault(table, {})
+        for key, value in opts.items():
+            body[key if (key in PER_SENSOR or not field_name) else f"{field_name}_{key}"] = value
+    return {"sensors": tables}

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .channels import INDEXED, Channel, check_times, closest
 from .errors import FitError, require
-from .readers import INDEXED, Channel, check_times, closest
 
 __all__ = ["field_value", "read_mcap", "read_rosbag", "read_ulog", "split_topic"]
 

@@ -17,7 +17,7 @@ import numpy as np
 from .errors import require
 
 if TYPE_CHECKING:
-    from .api import FitResult
+    from .result import FitResult
 
 __all__ = ["plot_allan", "plot_timing"]
 

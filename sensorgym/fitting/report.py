@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config_out import to_toml
+from .config_out import fitted_tables, to_toml
 from .estimate import TERMS
 
 if TYPE_CHECKING:
-    from .api import ChannelFit, FitResult
+    from .result import ChannelFit, FitResult
 
 __all__ = ["fmt_value", "report_markdown", "write_outputs"]
 
@@ -201,7 +201,6 @@ def write_outputs(
     result: FitResult, out: Path, merged: Mapping[str, Any] | None, into: str | Path | None
 ) -> None:
     """Write ``fitted.toml``, ``fitted_config.toml`` (with ``into``), ``fit_report.md`` and the figures."""
-    from .api import fitted_tables
 
     out.mkdir(parents=True, exist_ok=True)
     today = datetime.date.today().isoformat()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, apply_overrides
+from ..outdir import read_results
 from ..signals import stop_requested
 from .plan import RESULT_FIELDS, Run, _label, default_threads, plan_runs
 from .report import plot_results, summary_markdown
@@ -103,14 +104,6 @@ def _progress_callback(channel: Any, run_id: str, total: int) -> Any:
             channel.put((run_id, self.num_timesteps, total))
 
     return Report()
-
-
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """The rows of a ``results.csv`` (an empty list when it does not exist)."""
-    if not path.exists():
-        return []
-    with path.open() as f:
-        return list(csv.DictReader(f))
 
 
 def _append(path: Path, row: dict[str, Any], fields: list[str]) -> None:

@@ -66,13 +66,13 @@ def mj_handles(env: Any) -> tuple[Any, Any]:
     return model, data
 
 
+#: the name prefix of the sites and sensors sensorgym adds to a model (sensorgym.sensors.mujoco.native)
+PREFIX = "sensorgym"
 _SYNC = object()  # cache key of the per-model answer "does this model carry sensorgym's native sensors?"
 _mujoco: Any = None  # the module, imported on first use (importing sensorgym does not import MuJoCo)
 
 
 def _has_native(model: Any) -> bool:
-    from .native import PREFIX
-
     sensor = _mujoco.mjtObj.mjOBJ_SENSOR
     return any((_mujoco.mj_id2name(model, sensor, i) or "").startswith(PREFIX) for i in range(model.nsensor))
 

@@ -209,6 +209,9 @@ class ContactOptions(_TargetOptions):
     Example: see the module docstring.
     """
 
+    #: the native MuJoCo sensors this class reads (sensorgym.sensors.mujoco.native); not a field
+    native_kind = "contact"
+
     threshold: float = 0.5
 
 

@@ -1,4 +1,5 @@
-"""Signed distance from points to MuJoCo geoms (the proximity and tactile sensors build on it).
+"""Signed distance from points to MuJoCo geoms (the proximity and tactile sensors build on it), and the
+Euler-angle mounts of the IMU, the ray caster and the native sites.
 
 Exact for planes, spheres, capsules, cylinders and boxes; ellipsoids use a scaled-sphere estimate;
 meshes and height fields fall back to their bounding sphere. Distances are negative inside a geom. Every
@@ -17,13 +18,31 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-__all__ = ["geom_sdf", "nearest_surface", "tree_geoms"]
+__all__ = ["euler_to_matrix", "geom_sdf", "nearest_surface", "tree_geoms"]
 
 _EPS = 1e-6
+
+
+def euler_to_matrix(euler_deg: Any) -> np.ndarray:
+    """Rotation matrix of intrinsic x-y-z Euler angles in degrees."""
+    ax, ay, az = (math.radians(float(a)) for a in euler_deg)
+    cx, sx, cy, sy, cz, sz = (
+        math.cos(ax),
+        math.sin(ax),
+        math.cos(ay),
+        math.sin(ay),
+        math.cos(az),
+        math.sin(az),
+    )
+    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return rx @ ry @ rz
 
 
 def _box_sdf(q: np.ndarray, half: np.ndarray) -> np.ndarray:

@@ -53,6 +53,7 @@ from .base import (
     name_to_id,
     state_key,
 )
+from .geometry import euler_to_matrix
 
 __all__ = [
     "IMUOptions",
@@ -83,23 +84,6 @@ class IMUReading(NamedTuple):
 def _cross(a: list[float], b: list[float]) -> list[float]:
     # plain floats: numpy costs microseconds per call on 3-vectors, and this runs every step in every env
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-
-
-def euler_to_matrix(euler_deg: Any) -> np.ndarray:
-    """Rotation matrix of intrinsic x-y-z Euler angles in degrees."""
-    ax, ay, az = (math.radians(float(a)) for a in euler_deg)
-    cx, sx, cy, sy, cz, sz = (
-        math.cos(ax),
-        math.sin(ax),
-        math.cos(ay),
-        math.sin(ay),
-        math.cos(az),
-        math.sin(az),
-    )
-    rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
-    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
-    rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
-    return rx @ ry @ rz
 
 
 def coupling_matrix(value: Any, what: str) -> np.ndarray:
@@ -284,6 +268,9 @@ class IMUOptions(MujocoSensorOptions):
         >>> o.noise_density[3:6], o.bandwidth[:3], o.bandwidth[6:]
         ((0.00017, 0.00017, 0.00017), (50.0, 50.0, 50.0), (0.0, 0.0, 0.0))
     """
+
+    #: the native MuJoCo sensors this class reads (sensorgym.sensors.mujoco.native); not a field
+    native_kind = "imu"
 
     body: str
     pos_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)

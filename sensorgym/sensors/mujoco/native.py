@@ -60,9 +60,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["add_native_sensors", "contact_names", "imu_names", "native_model_xml", "supports_native"]
+from .base import PREFIX
+from .geometry import euler_to_matrix
 
-PREFIX = "sensorgym"
+__all__ = ["add_native_sensors", "contact_names", "imu_names", "native_model_xml", "supports_native"]
 
 
 def _digest(*parts: Any) -> str:
@@ -111,16 +112,17 @@ def supports_native(options: Any) -> bool:
         >>> supports_native(sg.IMUOptions(body="torso")), supports_native(encoder)
         (True, False)
     """
-    from .contact import ContactOptions
-    from .imu import IMUOptions
+    return _native_kind(options) is not None
 
-    return type(options) in (IMUOptions, ContactOptions)
+
+def _native_kind(options: Any) -> str | None:
+    """``"imu"`` or ``"contact"`` for the option classes that declare it (``native_kind``) themselves: a
+    subclass measures on its own terms, so it does not inherit native sensors."""
+    return vars(type(options)).get("native_kind")
 
 
 def _site_quat(euler_deg: tuple[float, float, float]) -> list[float]:
     import mujoco
-
-    from .imu import euler_to_matrix
 
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, euler_to_matrix(euler_deg).reshape(-1))
@@ -151,12 +153,9 @@ class _Additions:
 def _plan(spec: Any, sensors: Mapping[str, Any] | Iterable[Any], set_magnetic: bool) -> _Additions:
     import mujoco
 
-    from .contact import ContactOptions
-    from .imu import IMUOptions
-
     options = list(sensors.values()) if isinstance(sensors, Mapping) else list(sensors)
-    imus = [o for o in options if type(o) is IMUOptions]
-    switches = [o for o in options if type(o) is ContactOptions]
+    imus = [o for o in options if _native_kind(o) == "imu"]
+    switches = [o for o in options if _native_kind(o) == "contact"]
     names = {x.name for x in spec.sensors if x.name}
     sites = {x.name for x in spec.sites if x.name}
     plan = _Additions()

@@ -50,7 +50,7 @@ import torch
 from ...core.options import option_error
 from ...core.values import as_int, as_real
 from .base import MujocoSensor, MujocoSensorOptions, name_to_id
-from .imu import euler_to_matrix
+from .geometry import euler_to_matrix
 
 __all__ = [
     "GridPattern",
