@@ -375,7 +375,7 @@ class SensorManager(ManagerPersistence):
         # differentiable simulator's) must not make the in-place writes into the buffers fail
         grad = torch.is_grad_enabled()
         if grad:
-            torch._C._set_grad_enabled(False)
+            torch.set_grad_enabled(False)  # public API; as a call it switches the mode at once
         try:
             if advancing and self._numpy_steps is not None:  # the numpy executor: the same add, no dispatch
                 np.add(self._numpy_steps[0], self._numpy_steps[1], out=self._numpy_steps[0])
@@ -413,7 +413,7 @@ class SensorManager(ManagerPersistence):
                 for storage in self._stores.values():
                     storage.md.context = STEP
             if grad:
-                torch._C._set_grad_enabled(True)
+                torch.set_grad_enabled(True)
             if previous != threads:
                 torch.set_num_threads(previous)
 

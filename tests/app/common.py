@@ -89,6 +89,21 @@ def sensorgym(cwd: Path, *args: str, timeout: float = 600) -> subprocess.Complet
     )
 
 
+def sensorgym_here(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """``sensorgym ARGS`` run in this process (the same ``main()`` the command runs, with ``cwd`` as the
+    working directory and its output captured): for the variants of a check whose first case runs as a
+    real subprocess, without paying a fresh interpreter's torch import again."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from sensorgym.app.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["sensorgym", *args], code, out.getvalue(), err.getvalue())
+
+
 def one_line(proc: subprocess.CompletedProcess) -> str:
     """The command failed as a user mistake: exit code 2, no traceback, exactly one line on stderr."""
     assert proc.returncode == 2, (proc.returncode, proc.stderr)

@@ -12,7 +12,7 @@ pytest.importorskip("stable_baselines3")
 
 from sensorgym.app.cli import main
 
-from .common import one_line, sensorgym, tiny_toml
+from .common import one_line, sensorgym, sensorgym_here, tiny_toml
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +62,8 @@ def test_eval_refuses_another_env_kwargs_or_control_step(tmp_path):
     assert trained.returncode == 0, trained.stderr
     # another control step (the env gives none, so [env] dt is the run's): refused, named
     (tmp_path / "slow.toml").write_text(cartpole.replace("dt = 0.02", "dt = 0.04"))
-    line = one_line(sensorgym(tmp_path, "eval", "run", "--config", "slow.toml"))
+    line = one_line(sensorgym(tmp_path, "eval", "run", "--config", "slow.toml"))  # the real command
+    # the other cases in this process (the same main(), without another interpreter's torch import)
     assert (
         "changes what the policy in run reads" in line and "control step (env.dt): 0.02 s -> 0.04 s" in line
     )
@@ -70,10 +71,10 @@ def test_eval_refuses_another_env_kwargs_or_control_step(tmp_path):
     (tmp_path / "kw.toml").write_text(
         cartpole.replace("dt = 0.02", "dt = 0.02\nkwargs = { sutton_barto_reward = true }")
     )
-    line = one_line(sensorgym(tmp_path, "eval", "run", "--config", "kw.toml"))
+    line = one_line(sensorgym_here(tmp_path, "eval", "run", "--config", "kw.toml"))
     assert "env.kwargs.sutton_barto_reward: (unset) -> True" in line, line
     assert "Fix: keep the env, its kwargs and control step" in line, line
     # only a level changed: scored
     (tmp_path / "noisy.toml").write_text(cartpole.replace("noise = 0.05", "noise = 0.2"))
-    scored = sensorgym(tmp_path, "eval", "run", "--config", "noisy.toml")
+    scored = sensorgym_here(tmp_path, "eval", "run", "--config", "noisy.toml")
     assert scored.returncode == 0 and "under the sensors of noisy.toml" in scored.stdout, scored.stderr

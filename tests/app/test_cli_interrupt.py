@@ -146,7 +146,12 @@ def _progress(run: Path) -> int:
         return 0
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "sig",
+    # SIGTERM to train also runs in the default run: test_a_resumed_train_is_the_uninterrupted_one
+    [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)],
+    ids=["ctrl-c", "sigterm"],
+)
 def test_a_stop_signal_stops_train_with_a_checkpoint_that_resumes(tmp_path, sig, capsys):
     cfg = tmp_path / "train.toml"
     cfg.write_text(tiny_toml(timesteps=200_000))
