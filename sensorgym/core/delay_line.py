@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .delay_law import JITTER_CEIL_TOLERANCE, seconds_to_steps
 from .options import bounds_of
 from .ring import Clock, Ring
 from .xp import NUMPY, TORCH, numpy_view
@@ -62,9 +63,6 @@ __all__ = [
 ]
 
 _FAR = 1 << 40  # "no previous read": larger than any shift
-#: a jitter that is a whole number of steps up to float rounding (0.14 / 0.02 = 7.000000000000001) adds
-#: exactly that many steps, never one more
-JITTER_CEIL_TOLERANCE = 1e-9
 FAR = _FAR
 
 
@@ -233,19 +231,19 @@ class DelaySteps:
         self.jitter_ceil = torch.zeros(num_envs, n, **long)
         self.jitter_steps_f32 = torch.zeros(num_envs, n, dtype=torch.float32, device=device)
         self._scratch = torch.zeros(num_envs, n, dtype=torch.float64, device=device)
+        self._jitter_steps = torch.zeros(num_envs, n, dtype=torch.float64, device=device)
         self.has_jitter = has_jitter
         #: one shift for every env and stream, or None (the delay line then samples each env's)
         self.fixed_shift = fixed_shift
 
     def set_seconds(self, delay: torch.Tensor, jitter: torch.Tensor, dt: float) -> None:
         """Per-env ``delay`` and ``jitter`` in seconds (float64, ``(B,)`` or ``(B, n)``) into steps."""
-        scratch = self._scratch
-        torch.div(delay.view(scratch.shape[0], -1), dt, out=scratch)
-        self.delay_steps.copy_(scratch.round_())
-        torch.minimum(jitter.view(scratch.shape[0], -1), delay.view(scratch.shape[0], -1), out=scratch)
-        scratch.div_(dt)
-        self.jitter_steps_f32.copy_(scratch)
-        self.jitter_ceil.copy_(scratch.sub_(JITTER_CEIL_TOLERANCE).ceil_().clamp_(min=0))
+        b = self._scratch.shape[0]
+        seconds_to_steps(
+            TORCH, dt, delay.view(b, -1), jitter.view(b, -1),
+            scratch=self._scratch, steps=self.delay_steps, jitter_steps=self._jitter_steps,
+            jitter_ceil=self.jitter_ceil, jitter_steps_f32=self.jitter_steps_f32,
+        )  # fmt: skip
 
 
 class _Arrays:

@@ -29,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .delay_law import JITTER_CEIL_TOLERANCE, delay_steps, jitter_extra_steps, seconds_to_steps
 from .options import SimpleSensorOptions, bounds_of
 from .randomization import Distribution
 from .xp import NUMPY, TORCH
@@ -63,7 +63,6 @@ MODEL_FIELDS = (
     "bandwidth",
 )  # fmt: skip
 _NON_NEGATIVE = ("noise", "random_walk", "resolution", "delay", "jitter")
-_EPS = 1e-9
 #: the flags a checkpoint carries (they say which imperfections a setter has switched on)
 FLAG_NAMES = (
     "has_noise",
@@ -74,16 +73,6 @@ FLAG_NAMES = (
     "resolution_all_active",
     "uniform_shift",
 )
-
-
-def delay_steps(seconds: float, dt: float) -> int:
-    """``D = round(delay / dt)`` (half to even, like ``torch.round``)."""
-    return round(seconds / dt)
-
-
-def jitter_extra_steps(seconds: float, dt: float) -> int:
-    """Largest extra shift jitter can add: ``ceil(jitter / dt)`` (0 for no jitter)."""
-    return max(0, math.ceil(seconds / dt - _EPS))
 
 
 def deepest_shift(options: Any, dt: float) -> int:
@@ -296,17 +285,11 @@ class ParameterTable:
         xp, a = self.xp, self._arrays()
         changed = None if changed is None else set(changed)
         if changed is None or not changed.isdisjoint(TIME_FIELDS):
-            scratch = a["_time_scratch"]
-            xp.div(a["delay_seconds"], self.dt, scratch)
-            xp.round(scratch, scratch)
-            xp.copy(a["delay_steps"], scratch)
-            xp.minimum(a["jitter_seconds"], a["delay_seconds"], a["jitter_steps"])  # effective jitter
-            xp.div(a["jitter_steps"], self.dt, a["jitter_steps"])
-            xp.add(a["jitter_steps"], -_EPS, scratch)  # x - eps, exactly
-            xp.ceil(scratch, scratch)
-            xp.clip(scratch, 0.0, None, scratch)
-            xp.copy(a["jitter_ceil"], scratch)
-            xp.copy(a["jitter_steps_f32"], a["jitter_steps"])
+            seconds_to_steps(
+                xp, self.dt, a["delay_seconds"], a["jitter_seconds"], scratch=a["_time_scratch"],
+                steps=a["delay_steps"], jitter_steps=a["jitter_steps"], jitter_ceil=a["jitter_ceil"],
+                jitter_steps_f32=a["jitter_steps_f32"],
+            )  # fmt: skip
         if self.has_component_params and (changed is None or "resolution" in changed):
             xp.greater(a["resolution"], 0, a["resolution_active"])
             xp.copy(a["resolution_step"], a["_one"])  # a safe divisor where off ...
@@ -434,7 +417,9 @@ class ParameterTable:
                 f"{type(s).__name__}.set_{name}: delay + jitter {(delay + jitter).tolist()} exceeds "
                 f"max_delay={limit:g} of sensor {s.name!r}. Fix: raise max_delay in its options."
             )
-        shift = torch.round(delay / self.dt).long() + torch.ceil(jitter / self.dt - _EPS).clamp(min=0)
+        shift = torch.round(delay / self.dt).long() + torch.ceil(
+            jitter / self.dt - JITTER_CEIL_TOLERANCE
+        ).clamp(min=0)
         deepest = int(shift.max()) if len(rows) else 0
         if deepest > max_shift:
             raise ValueError(
