@@ -197,6 +197,15 @@ class DelayLine:
             return self.sample_delay_numpy
         return self.sample_delay
 
+    def stage_name(self) -> str:
+        """The name of the read :meth:`stage` returns (for ``ClassStorage.stage_names``)."""
+        return "hold_fixed_shift" if self.fixed_shift is not None else "sample_delay"
+
+    def route(self, read: Any) -> str:
+        """The executor that runs ``read`` (one of :meth:`stage`'s results)."""
+        numpy_reads = (self.hold_fixed_shift_numpy, self.sample_delay_numpy)
+        return "numpy" if read in numpy_reads else "torch"
+
     def follow_parameters(self) -> None:
         """Adopt the parameter table's :attr:`~ParameterTable.fixed_shift` after a setter: leaving the
         fixed shift, the previous shift of every read is the fixed one (what every read so far used)."""

@@ -232,6 +232,7 @@ class ClassStorage:
             self.delay_line.follow_parameters()
         self.md.imperfections.plan()
         stages: list[tuple[Any, bool]] = []  # (stage, only in reset captures)
+        own_route: dict[int, tuple[str, str]] = {}  # stage index -> (name, executor) its component chose
         cls, md = self.cls, self.md
         # ground truth: never delayed
         if self.gt_is_alias:
@@ -253,8 +254,10 @@ class ClassStorage:
                 if self.sampler is not None:
                     stages.append((SampleAndHold(self.sampler, self.m_ring), False))
                 stages.append((PadRing(self.m_ring, self.padding), True))
-                if self.delay_line is not None:
-                    stages.append((self.delay_line.stage(self.executor), False))
+                if self.delay_line is not None:  # its read is chosen for the executor by the delay line
+                    read = self.delay_line.stage(self.executor)
+                    stages.append((read, False))
+                    own_route[len(stages) - 1] = (self.delay_line.stage_name(), self.delay_line.route(read))
                 else:
                     stages.append((CopyToReturnCache(self.m_ring, self.m_cache), False))
             else:
@@ -265,16 +268,17 @@ class ClassStorage:
             if self.hist is not None:
                 stages.append((WriteHistory(self.hist, self.m_cache), False))
                 stages.append((PadRing(self.hist, self.padding), True))
-        names = [(getattr(s, "__name__", type(s).__name__), r) for s, r in stages]
-        routes = ["torch"] * len(stages)
+        names = [
+            (own_route[i][0] if i in own_route else type(stage).__name__, reset_only)
+            for i, (stage, reset_only) in enumerate(stages)
+        ]
+        routes = [own_route[i][1] if i in own_route else "torch" for i in range(len(stages))]
         if self.executor == "numpy":  # a stage without a numpy execution stays on torch (same memory)
             for i, (stage, reset_only) in enumerate(stages):
-                numpy_stage = stage.numpy_stage() if hasattr(stage, "numpy_stage") else None
-                if numpy_stage is None and getattr(stage, "__name__", "").endswith("_numpy"):
-                    numpy_stage = stage  # the delay line's read, chosen by its own stage()
+                has_numpy = i not in own_route and hasattr(stage, "numpy_stage")
+                numpy_stage = stage.numpy_stage() if has_numpy else None
                 if numpy_stage is not None:
                     stages[i], routes[i] = (numpy_stage, reset_only), "numpy"
-        names = [(name.removesuffix("_numpy"), r) for name, r in names]
         self.step_stages = tuple(stage for stage, reset_only in stages if not reset_only)
         self.reset_stages = tuple(stage for stage, _ in stages)
         self._stage_names = (
