@@ -14,9 +14,11 @@ print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))
 PY
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu_check: no usable CUDA device; nothing run"; exit 1; }
 # every test that exercises CUDA (they skip on CPU-only machines, so -rs shows whether they really ran)
-timeout 300 python -m pytest -q -rs -k "cuda or device or capture" \
+# (-m "cuda or not slow": the CUDA-marked tests and the device-named ones of the default run)
+timeout 300 python -m pytest -q -rs -m "cuda or not slow" -k "cuda or device or capture" \
     tests/core/test_manager.py tests/core/test_accel.py tests/wrappers/test_torch_env.py \
-    tests/envs/test_batched_pendulum.py tests/wrappers/test_device_mask.py tests/core/test_raw_copy_fold.py 2>&1 | tee "$out/gpu_tests.txt"
+    tests/envs/test_batched_pendulum.py tests/wrappers/test_device_mask.py tests/core/test_raw_copy_fold.py \
+    tests/sensors/test_imu_mount_randomization.py 2>&1 | tee "$out/gpu_tests.txt"
 tests_rc=${PIPESTATUS[0]}
 # the suite on CUDA (eager, captured CUDA graph, the Isaac-Lab-style baseline, the copy roofline)
 timeout 420 python benchmarks/run_all.py --devices cuda --sizes 16 1024 16384 --min-time 0.3 --out "$out" \

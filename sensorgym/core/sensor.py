@@ -41,7 +41,6 @@ import math
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 import torch
 
 from .imperfections import apply_default_hardware_imperfections
@@ -412,10 +411,7 @@ class SimpleSensor(Sensor):
         measured = measured_timeline.at(0)
         cls._apply_transform(md, measured, measured_timeline, is_measured=True)
         if measured.data_ptr() != intermediate.data_ptr():  # the same buffer without a timeline
-            if md.executor == "numpy":  # a numpy copy of the same memory costs a fraction of copy_
-                np.copyto(md.numpy_view(intermediate), measured_timeline.numpy_at(0))
-            else:
-                intermediate.copy_(measured)
+            md.xp.copy(md.array(intermediate), md.array(measured))  # one definition, either executor
         cls._apply_hardware_imperfections(md, intermediate)
 
     @classmethod
@@ -426,10 +422,7 @@ class SimpleSensor(Sensor):
         if md.imperfections.raw_source is not None:
             return  # the default hooks run unchanged: the imperfections' first write is the copy
         measured = measured_timeline.at(0)
-        if md.executor == "numpy":
-            np.copyto(measured_timeline.numpy_at(0), gt_timeline.numpy_at(0))
-        else:
-            measured.copy_(gt)
+        md.xp.copy(md.array(measured), md.array(gt))
         cls._apply_physics_imperfections(md, measured, measured_timeline)
 
     @classmethod
