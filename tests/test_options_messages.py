@@ -34,7 +34,7 @@ CASES = [
     ("SensorOptions", dict(dropout=1.0)),
     ("SensorOptions", dict(dropout=-0.1)),
     ("SensorOptions", dict(dropout="a")),
-    ("SensorOptions", dict(dropout=sg.Uniform(0.0, 1.0))),
+    ("SensorOptions", dict(dropout=sg.Uniform(0.0, 1.5))),
     ("SensorOptions", dict(dropout=sg.Uniform(-0.1, 0.5))),
     ("SimpleSensorOptions", dict(noise=-1.0)),
     ("SimpleSensorOptions", dict(noise="a")),
@@ -146,7 +146,7 @@ EXPECTED = [
     ),
     (
         ValueError,
-        "SensorOptions.dropout=Uniform(low=0.0, high=1.0) is invalid: it can produce 1.0, outside [0, 1). Fix: pass a probability 0 <= dropout < 1, e.g. dropout=0.05 or dropout=sg.Uniform(0.0, 0.1).",
+        "SensorOptions.dropout=Uniform(low=0.0, high=1.5) is invalid: it can produce 1.5, outside [0, 1). Fix: pass a probability 0 <= dropout < 1, e.g. dropout=0.05 or dropout=sg.Uniform(0.0, 0.1).",
     ),
     (
         ValueError,

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .randomization import Distribution
+from .randomization import Distribution, LogUniform, Uniform
 from .values import as_int, as_real
 
 __all__ = [
@@ -174,7 +174,10 @@ def _probability(options: SensorOptions, name: str, value: Any) -> float | Distr
     fix = f"pass a probability 0 <= {name} < 1, e.g. {name}=0.05 or {name}=sg.Uniform(0.0, 0.1)"
     if isinstance(value, Distribution):
         lo, hi = value.bounds
-        if lo < 0 or hi >= 1:
+        # Uniform and LogUniform draw from [low, high): high = 1 is never drawn (the sampler keeps a draw
+        # that rounds to 1 below it); a clipped Normal or a Choice can give its upper bound itself
+        open_top = isinstance(value, (Uniform, LogUniform)) and lo < hi
+        if lo < 0 or hi > 1 or (hi == 1 and not open_top):
             raise options._err(name, value, f"it can produce {lo if lo < 0 else hi}, outside [0, 1)", fix)
         return value
     if not _is_number(value):

@@ -34,6 +34,7 @@ Example: a 30 Hz sampler at a 50 Hz control step takes samples 2, 2, 1 steps apa
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["SAMPLER_FIELDS", "Sampler", "needs_sampler"]
 
 #: the sampler's options, one value per sensor and env
+_BELOW_ONE = math.nextafter(1.0, 0.0)
 SAMPLER_FIELDS = ("update_period", "update_phase", "dropout", "dropout_burst")
 _TOL = 1e-9  # the due rule's tolerance: T = n*dt samples every n steps
 #: options whose meaning depends on the sensor's own sample interval ``T_s`` (docs/error_model.md)
@@ -195,6 +197,8 @@ class Sampler:
         for name, j, dist in self._random:
             col = self._scratch[:, j : j + 1]
             self.random.sample_(dist, col, mask, 0)
+            if name == "dropout":  # Uniform(lo, 1) is [lo, 1); lo + (1 - lo) u can round up to 1
+                col.clamp_(max=_BELOW_ONE)
             target = getattr(self, _TENSOR[name])[:, j : j + 1]
             torch.where(rows, col, target, out=target)
         if self._drawn_phase:

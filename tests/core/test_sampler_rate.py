@@ -351,7 +351,9 @@ def test_sampler_options_are_randomized_per_env_at_every_reset_and_readable():
         (dict(update_phase=-0.01), ValueError, r"update_phase=-0\.01 is invalid"),
         (dict(dropout=1.0), ValueError, r"dropout=1\.0 is invalid.*0 <= dropout < 1"),
         (dict(dropout=-0.1), ValueError, r"dropout=-0\.1 is invalid"),
-        (dict(dropout=sg.Uniform(0.5, 1.0)), ValueError, r"dropout=Uniform.*outside \[0, 1\)"),
+        (dict(dropout=sg.Uniform(0.5, 1.01)), ValueError, r"dropout=Uniform.*outside \[0, 1\)"),
+        (dict(dropout=sg.Normal(0.5, 0.3, low=0.0, high=1.0)), ValueError, r"dropout=Normal.*outside \[0, 1\)"),
+        (dict(dropout=sg.Choice([0.0, 1.0])), ValueError, r"dropout=Choice.*outside \[0, 1\)"),
         (dict(dropout="often"), TypeError, r"dropout='often'"),
         (dict(update_period=float("nan")), ValueError, r"update_period=nan"),
     ],
@@ -359,6 +361,24 @@ def test_sampler_options_are_randomized_per_env_at_every_reset_and_readable():
 def test_invalid_sampler_options_are_refused_by_name(kw, error, pattern):
     with pytest.raises(error, match=pattern):
         sg.StateSensorOptions(key="x", **kw)
+
+
+def test_a_uniform_dropout_up_to_one_is_accepted_and_never_draws_one():
+    """``Uniform(lo, 1)`` is ``[lo, 1)``: accepted (issue 23: it was refused though it never reaches 1);
+    ``lo + (1 - lo) u`` can round up to 1.0 in float64, and the sampler keeps such a draw below 1."""
+    for dist in (sg.Uniform(0.0, 1.0), sg.Uniform(0.5, 1.0)):
+        mgr = sg.SensorManager(num_envs=4096, dt=DT, seed=0)
+        mgr.add_sensor(sg.StateSensorOptions(key="x", update_period=2 * DT, dropout=dist), name="s")
+        mgr.reset(ramp(0, 4096))
+        drawn = mgr.read_randomization()[:, mgr.randomization_names().index("s.dropout")]
+        assert bool((drawn >= dist.low).all()) and bool((drawn < 1.0).all())
+        assert float(drawn.max()) > 0.99  # the whole interval is drawn
+    sampler = mgr.storage(sg.StateSensor).sampler
+    sampler.dropout.fill_(0.0)
+    col = torch.ones(4096, 1, dtype=torch.float64)  # a draw that rounded up to 1.0
+    mgr.random.sample_ = lambda dist, out, mask, k: out.copy_(col)  # the next draws are all 1.0
+    mgr.reset(ramp(0, 4096))
+    assert float(sampler.dropout.max()) == math.nextafter(1.0, 0.0)
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------------
