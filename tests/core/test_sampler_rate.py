@@ -352,7 +352,11 @@ def test_sampler_options_are_randomized_per_env_at_every_reset_and_readable():
         (dict(dropout=1.0), ValueError, r"dropout=1\.0 is invalid.*0 <= dropout < 1"),
         (dict(dropout=-0.1), ValueError, r"dropout=-0\.1 is invalid"),
         (dict(dropout=sg.Uniform(0.5, 1.01)), ValueError, r"dropout=Uniform.*outside \[0, 1\)"),
-        (dict(dropout=sg.Normal(0.5, 0.3, low=0.0, high=1.0)), ValueError, r"dropout=Normal.*outside \[0, 1\)"),
+        (
+            dict(dropout=sg.Normal(0.5, 0.3, low=0.0, high=1.0)),
+            ValueError,
+            r"dropout=Normal.*outside \[0, 1\)",
+        ),
         (dict(dropout=sg.Choice([0.0, 1.0])), ValueError, r"dropout=Choice.*outside \[0, 1\)"),
         (dict(dropout="often"), TypeError, r"dropout='often'"),
         (dict(update_period=float("nan")), ValueError, r"update_period=nan"),
