@@ -2,7 +2,8 @@
 register``: train (central value network on the configured critic input), then play the saved checkpoint
 with rl_games' default player, which builds its env through ``env_creator``. Forward hooks check that
 the actor (in training and in play) reads only ``"policy"``, the central value network only the
-configured critic input, and that a time-out's stored reward is ``r + γ·V(terminal state)``."""
+configured critic input, and that a time-out's stored reward is ``r + γ·V(terminal state)``
+(``a2c_continuous`` and ``a2c_discrete``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ import torch
 pytest.importorskip("rl_games")
 from rl_games.torch_runner import Runner
 
-from sensorgym.integrations.rl_games import TERMINAL_OBS_KEY, RlGamesVecEnv, SensorA2CAgent, register
+import sensorgym as sg
+from sensorgym.integrations.rl_games import (
+    TERMINAL_OBS_KEY,
+    RlGamesVecEnv,
+    SensorA2CAgent,
+    SensorDiscreteA2CAgent,
+    register,
+)
+from sensorgym.wrappers import make_sensor_vec
 
 from .common import (
     CRITIC_DIM,
@@ -344,3 +353,92 @@ def test_the_envs_info_reaches_rl_games(tmp_path):
         assert set(info) <= set(infos) and {"time_outs", TERMINAL_OBS_KEY} <= set(infos)
         assert torch.equal(infos["state"], info["state"])  # BatchedPendulum's [θ, θ̇]
     assert any("final_info" in infos for infos in observer.infos)  # the terminal step's info, in SAME_STEP
+
+
+# -- a2c_discrete: the time-out bootstrap of SensorDiscreteA2CAgent, through rl_games' own Runner ---------
+CARTPOLE_LIMIT = 5  #: CartPole-v1's time limit here: a random policy rarely ends an episode this soon
+
+
+def test_discrete_runner_bootstraps_time_outs_from_the_terminal_state(tmp_path):
+    """``algo: a2c_discrete`` on CartPole-v1 (``Discrete(2)``) with a time limit of 5 steps: the stored
+    reward of a time-out row is ``r + γ·V(s_T)``, with ``V`` the central value network as it was during the
+    rollout and ``s_T`` the sensor wrapper's terminal observation; every other row is ``r``. rl_games' own
+    ``DiscreteA2CAgent`` stores ``r + γ·V(s_t)``, the state the last action was taken in, and fails this."""
+    sensors = {"pole": sg.StateSensorOptions(key="obs", index=[2, 3], noise=0.01, history_length=2)}
+    name = "sensorgym_test_discrete_bootstrap"
+    finals: list = []
+
+    def make_env(num_envs: int = N, seed: int | None = None):
+        venv = make_sensor_vec(
+            "CartPole-v1",
+            num_envs,
+            sensors,
+            autoreset_mode="SameStep",
+            env_kwargs={"max_episode_steps": CARTPOLE_LIMIT},
+            dt=0.02,  # CartPole's tau
+            seed=seed,
+        )
+        step = venv.step
+
+        def recording_step(actions):
+            out = step(actions)
+            finals.append(out[-1].get("final_obs"))
+            return out
+
+        venv.step = recording_step
+        return venv
+
+    runner = Runner()
+    register(name, make_env, runner=runner)  # critic input: ("policy", "critic")
+    build = runner.algo_factory._builders["a2c_discrete"]
+    agents: list = []
+    records: list = []
+    weights: list = []
+
+    def recorded(**kw):
+        agent = build(**kw)
+        env_step = agent.env_step
+
+        def recording_env_step(actions):
+            if not weights:  # the central value network's weights during the rollout (trained after it)
+                weights.append({k: v.clone() for k, v in agent.central_value_net.state_dict().items()})
+            obs, rewards, dones, infos = env_step(actions)
+            records.append((rewards.clone(), infos["time_outs"].bool().clone(), infos[TERMINAL_OBS_KEY]))
+            return obs, rewards, dones, infos
+
+        agent.env_step = recording_env_step
+        agents.append(agent)
+        return agent
+
+    runner.algo_factory.register_builder("a2c_discrete", recorded)
+    params = rl_games_params(tmp_path, name, N, horizon=STEPS, gamma=GAMMA)
+    params["algo"]["name"] = "a2c_discrete"
+    params["model"]["name"] = "discrete_a2c"
+    params["network"]["space"] = {"discrete": {}}
+    runner.load({"params": params})
+    runner.run({"train": True, "play": False})
+
+    (agent,) = agents
+    assert type(agent) is SensorDiscreteA2CAgent
+    assert agent.value_bootstrap and agent.has_central_value and len(records) == STEPS
+    cv = agent.central_value_net
+    cv.load_state_dict(weights[0])  # V as the rollout evaluated it
+    stored = agent.experience_buffer.tensor_dict["rewards"][:, :, 0]
+    bootstrapped = 0
+    for t, (rewards, rows, terminal) in enumerate(records):
+        rewards = rewards.view(-1)
+        torch.testing.assert_close(stored[t][~rows], rewards[~rows])  # no time-out: the reward alone
+        if not rows.any():
+            continue
+        states = terminal["states"]
+        # the terminal state is the sensor wrapper's terminal observation (a numpy env's info["final_obs"]:
+        # one Dict per env), not the next episode's start
+        for i in rows.nonzero().view(-1).tolist():
+            final = {k: torch.as_tensor(v)[None] for k, v in finals[t][i].items()}
+            assert torch.equal(states[i], critic_view(final, ("policy", "critic"))[0])
+        with torch.no_grad():
+            v_terminal = cv.get_value({"states": states})[:, 0]
+        expected = rewards + GAMMA * v_terminal
+        torch.testing.assert_close(stored[t][rows], expected[rows])
+        bootstrapped += int(rows.sum())
+    assert bootstrapped >= 2 * N  # two time-outs per env in a rollout of 16 steps (episodes of 5)
