@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import argparse
 
-from rsl_rl.runners import OnPolicyRunner
-
 import sensorgym as sg
-from sensorgym.envs import BatchedPendulumEnv
-from sensorgym.integrations.rsl_rl import OBS_GROUPS, RslRlVecEnv
-from sensorgym.wrappers import SensorObservation
+from sensorgym.app.cli import exit_if_missing
 
 
 def main(argv: list[str] | None = None) -> None:
+    exit_if_missing("examples/rsl_rl_pendulum.py", ["rsl_rl"])  # one line, not a traceback
+    from rsl_rl.runners import OnPolicyRunner
+
+    from sensorgym.envs import BatchedPendulumEnv
+    from sensorgym.integrations.rsl_rl import OBS_GROUPS, RslRlVecEnv
+    from sensorgym.wrappers import SensorObservation
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--iterations", type=int, default=50)
     p.add_argument("--num-envs", type=int, default=256)

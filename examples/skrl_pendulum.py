@@ -14,16 +14,22 @@ from __future__ import annotations
 import argparse
 
 import torch
-from skrl.agents.torch.ppo import PPO_CFG
-from skrl.memories.torch import RandomMemory
-from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
-from skrl.trainers.torch import SequentialTrainer
 from torch import nn
 
 import sensorgym as sg
+from sensorgym.app.cli import exit_if_missing
 from sensorgym.envs import BatchedPendulumEnv
-from sensorgym.integrations.skrl import SensorPPO, SkrlWrapper
 from sensorgym.wrappers import SensorObservation
+
+# one line, not a traceback, without skrl: checked before skrl is imported (the models below subclass it)
+exit_if_missing("examples/skrl_pendulum.py", ["skrl"])
+
+from skrl.agents.torch.ppo import PPO_CFG  # noqa: E402
+from skrl.memories.torch import RandomMemory  # noqa: E402
+from skrl.models.torch import DeterministicMixin, GaussianMixin, Model  # noqa: E402
+from skrl.trainers.torch import SequentialTrainer  # noqa: E402
+
+from sensorgym.integrations.skrl import SensorPPO, SkrlWrapper  # noqa: E402
 
 
 class Policy(GaussianMixin, Model):
