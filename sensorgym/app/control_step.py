@@ -20,12 +20,10 @@ def own_control_step(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -
     import gymnasium as gym
 
     from .. import envs as _register  # noqa: F401  (registers sensorgym/... ids)
-    from ..wrappers.common import infer_dt
+    from ..wrappers.common import env_control_step
 
     env = gym.make(env_id, **dict(env_kwargs or {}))
     try:
-        return infer_dt(env, None)
-    except ValueError:
-        return None
+        return env_control_step(env)
     finally:
         env.close()

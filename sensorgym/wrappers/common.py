@@ -31,6 +31,7 @@ __all__ = [
     "checkpoint_options",
     "clean_info",
     "constructor_arguments",
+    "env_control_step",
     "extract_state",
     "infer_dt",
     "init_sensor_wrapper",
@@ -161,12 +162,33 @@ def check_sensors(
 
 
 def infer_dt(env: Any, dt: float | None) -> float:
-    """The control step: given, or ``dt`` of the (sub-)envs, or ``metadata["dt"]``."""
-    if dt is not None:
-        step = as_real(dt)
-        if step is None or not math.isfinite(step) or step <= 0:
-            raise ValueError(f"dt={dt!r}: the control step in seconds must be > 0. Fix: pass e.g. dt=0.05.")
-        return step
+    """The control step: ``dt`` of the (sub-)envs, or ``metadata["dt"]``; or ``dt`` when given, which must
+    then agree with the env's own step when the env gives one (every delay, period and latency is converted
+    with it: a contradicting ``dt`` would silently give other delays in seconds than asked for)."""
+    own = env_control_step(env)
+    if dt is None:
+        if own is None:
+            raise ValueError(
+                "dt: cannot infer the control step from the env (no `dt` attribute on the env or its "
+                "sub-envs, no metadata['dt']). Fix: pass dt=<seconds per step>, e.g. dt=0.05."
+            )
+        return own
+    step = as_real(dt)
+    if step is None or not math.isfinite(step) or step <= 0:
+        raise ValueError(f"dt={dt!r}: the control step in seconds must be > 0. Fix: pass e.g. dt=0.05.")
+    if own is not None and not math.isclose(step, own, rel_tol=1e-9, abs_tol=0.0):
+        raise ValueError(
+            f"dt={dt!r} contradicts the env's own control step, {own:g} s (its `dt`, e.g. a MuJoCo env's "
+            f"frame_skip x model timestep): a delay of 0.1 s would become {round(0.1 / step):d} steps = "
+            f"{round(0.1 / step) * own:g} s. Fix: leave dt out (the env's own is used), or change the env's "
+            "step (e.g. its frame_skip) instead."
+        )
+    return step
+
+
+def env_control_step(env: Any) -> float | None:
+    """The control step (s) ``env`` gives itself: ``dt`` of the env or its sub-envs (all equal), else
+    ``metadata["dt"]``; None when it gives none (e.g. CartPole)."""
     candidates = []
     base = getattr(env, "unwrapped", env)
     probes = [lambda: base.dt]
@@ -183,10 +205,7 @@ def infer_dt(env: Any, dt: float | None) -> float:
     for c in candidates:
         if (step := as_real(c)) is not None and math.isfinite(step) and step > 0:
             return step
-    raise ValueError(
-        "dt: cannot infer the control step from the env (no `dt` attribute on the env or its sub-envs, "
-        "no metadata['dt']). Fix: pass dt=<seconds per step>, e.g. dt=0.05."
-    )
+    return None
 
 
 def _all_equal(values: Sequence[Any]) -> Any:

@@ -817,7 +817,9 @@ def test_jitter_ceiling_agrees_with_the_sensor_delay_law(jitter):
 
     assert JITTER_CEIL_TOLERANCE == 1e-9
     delay, dt = 0.3, 0.02
-    lat = ActionLatency(BatchedPendulumEnv(2, autoreset_mode="SameStep"), delay, jitter, dt=dt, seed=0)
+    env = BatchedPendulumEnv(2, autoreset_mode="SameStep")
+    env.dt = dt  # a pendulum stepped at 0.02 s (a dt contradicting the env's own is refused)
+    lat = ActionLatency(env, delay, jitter, dt=dt, seed=0)
     lat.reset(seed=0)
     expected = jitter_extra_steps(jitter, dt)
     assert lat._jitter_ceil.tolist() == [expected, expected]

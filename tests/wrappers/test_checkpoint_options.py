@@ -24,10 +24,22 @@ REFUSED, FREE = "refused", "free"
 
 
 # -- ActionLatency ---------------------------------------------------------------------------------------
-def _pendulums(mode: str = "NextStep") -> gym.vector.VectorEnv:
-    return gym.make_vec(
+def _pendulums(mode: str = "NextStep", dt: float | None = None) -> gym.vector.VectorEnv:
+    """Three Pendulum-v1 (0.05 s), or stepped at ``dt`` (a wrapper's dt must be the env's own)."""
+    venv = gym.make_vec(
         "Pendulum-v1", num_envs=3, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}
     )
+    if dt is not None:
+        for env in venv.envs:
+            env.unwrapped.dt = dt
+    return venv
+
+
+def _pendulum(dt: float | None = None) -> gym.Env:
+    env = gym.make("Pendulum-v1")
+    if dt is not None:
+        env.unwrapped.dt = dt
+    return env
 
 
 LATENCY_BASE = dict(delay=sg.Choice([0.05, 0.1]), jitter=0.05, initial_action="first", seed=0)
@@ -43,7 +55,7 @@ LATENCY_VARIANTS = {
 
 
 def _latency(**changed) -> ActionLatency:
-    make_env = changed.pop("env", _pendulums)
+    make_env = changed.pop("env", lambda: _pendulums(dt=changed.get("dt")))
     return ActionLatency(make_env(), **{**LATENCY_BASE, **changed})
 
 
@@ -88,9 +100,11 @@ def test_action_latency_refuses_a_checkpoint_of_other_options(option):
 def test_the_issue_example_is_refused():
     """Saved with ``delay=Choice([0.02, 0.1])``, ``initial_action="first"``; loaded into ``delay=0.1``,
     ``"zero"`` (the same queue depth, so only the options tell them apart)."""
-    saved = ActionLatency(_pendulums(), delay=sg.Choice([0.02, 0.1]), initial_action="first", dt=0.02)
+    saved = ActionLatency(
+        _pendulums(dt=0.02), delay=sg.Choice([0.02, 0.1]), initial_action="first", dt=0.02
+    )
     saved.reset(seed=0)
-    other = ActionLatency(_pendulums(), delay=0.1, initial_action="zero", dt=0.02)
+    other = ActionLatency(_pendulums(dt=0.02), delay=0.1, initial_action="zero", dt=0.02)
     with pytest.raises(ValueError, match=r"option 'delay' differs.*Choice.*Fix"):
         other.load_state_dict(saved.state_dict())
 
@@ -139,8 +153,8 @@ def test_every_sensor_wrapper_argument_is_covered(cls):
 
 def _wrapper(cls, **changed):
     if cls is SensorObservation:
-        return SensorObservation(_pendulums(), **{**SENSOR_BASE, **changed})
-    return SingleEnvSensorObservation(gym.make("Pendulum-v1"), **{**SENSOR_BASE, **changed})
+        return SensorObservation(_pendulums(dt=changed.get("dt")), **{**SENSOR_BASE, **changed})
+    return SingleEnvSensorObservation(_pendulum(changed.get("dt")), **{**SENSOR_BASE, **changed})
 
 
 def _run(env, actions) -> list[bytes]:
