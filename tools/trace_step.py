@@ -27,7 +27,7 @@ import sensorgym as sg
 from sensorgym.wrappers import SensorObservation
 
 SKIP = {
-    "at", "slot", "numpy_at", "_known_empty", "_same_storage", "_copy_mask", "clean_info", "__init__",
+    "at", "slot", "array_at", "_known_empty", "_same_storage", "_copy_mask", "clean_info", "__init__",
     "depth",
     "<genexpr>", "<listcomp>", "<dictcomp>", "<lambda>", "__post_init__", "__getattr__", "__hash__",
 }  # fmt: skip

@@ -37,13 +37,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
 from .delay_law import JITTER_CEIL_TOLERANCE, seconds_to_steps
 from .options import bounds_of
 from .ring import Clock, Ring
-from .xp import NUMPY, TORCH, numpy_view
+from .xp import NUMPY, TORCH, Binding
 
 if TYPE_CHECKING:
     from .metadata import CaptureContext
@@ -75,6 +74,9 @@ class DelayLine:
         cache: the measured return cache ``(B, cols)`` the reads are written into.
         depth: ring depth, at least the deepest shift + 1.
         random, clock: the manager's.
+        binding: the executor the reads run on (:class:`~sensorgym.core.xp.Binding`; default torch). The
+            gather of sensors of unequal widths has no numpy form: such a line runs on torch, on the same
+            memory.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class DelayLine:
         depth: int,
         random: Any,
         clock: Clock,
+        binding: Binding | None = None,
     ) -> None:
         b, cols = cache.shape
         n, device = len(widths), cache.device
@@ -126,14 +129,20 @@ class DelayLine:
         self._slot_table = table
         # one view per clock phase, made once
         self._slot_of_shift = tuple(table[depth - 1 - p : 2 * depth - 1 - p] for p in range(depth))
-        self._torch = self._arrays(lambda t: t, self._one)
-        self._numpy: _Arrays | None = None
+        self.binding = binding if binding is not None else Binding("torch")
+        # the gather of sensors of unequal widths has no numpy form: those sampled reads stay on torch
+        self._read_binding = self.binding if self._equal_widths else Binding("torch")
+        self.bind()
 
-    def _arrays(self, view: Any, one: Any) -> _Arrays:
-        """The buffers :func:`read_delayed` works on, through ``view`` (identity, or a numpy view)."""
-        p = self.params
-        a = _Arrays()
-        a.shift, a.prev_shift, a.one = view(self.shift), view(self.prev_shift), one
+    def bind(self) -> None:
+        """Take the buffers the reads work on as arrays of their executor (at build, and when the class
+        plans again: after a setter, a checkpoint, a copy)."""
+        self.xp, self._slots = self.binding.xp, tuple(map(self.binding.array, self.ring.buffer.unbind(0)))
+        self._cache = self.binding.array(self.cache)
+        view, p = self._read_binding.array, self.params
+        self.read_xp = self._read_binding.xp
+        a = self.arrays = _Arrays()
+        a.shift, a.prev_shift, a.one = view(self.shift), view(self.prev_shift), view(self._one)
         a.jitter_steps_f32, a.jitter_ceil, a.delay_steps = (
             view(p.jitter_steps_f32), view(p.jitter_ceil), view(p.delay_steps),
         )  # fmt: skip
@@ -152,59 +161,34 @@ class DelayLine:
                 view(self._column_shift.view(-1)), view(self._slot_index.view(-1)),
             )  # fmt: skip
             a.gather_index = view(self._gather_index)
-        return a
-
-    def __getstate__(self) -> dict:
-        # the numpy executor's views are made again by stage(): copies would not share the copied memory
-        return {**self.__dict__, "_numpy": None, "_numpy_cache": None}
 
     # -- the two reads (stages of the class's capture) -----------------------------------------------------
     def hold_fixed_shift(self, ctx: CaptureContext) -> None:
         """Stage: every env and sensor reads the snapshot ``fixed_shift`` steps back (one slot copy)."""
-        self.cache.copy_(self.ring.at(self.fixed_shift))
+        self.xp.copy(self._cache, self._slots[(self.clock.t - self.fixed_shift) % self.ring.depth])
 
     def sample_delay(self, ctx: CaptureContext) -> None:
         """Stage: draw every env's and sensor's shift (monotone) and gather the snapshots it shows."""
         if self.params.has_jitter:
             self.random.uniform_(self._draw_target, ctx.rows, 1)
         phase = self.clock.t % self.ring.depth
-        read_delayed(TORCH, self._torch, self.params.has_jitter, phase, ctx.reset_mask)
-
-    def sample_delay_numpy(self, ctx: CaptureContext) -> None:
-        """:meth:`sample_delay` on numpy views of the same buffers (the same draws, the same bits)."""
-        if self.params.has_jitter:
-            self.random.uniform_(self._draw_target, ctx.rows, 1)
-        phase = self.clock.t % self.ring.depth
         mask = ctx.reset_mask
-        read_delayed(
-            NUMPY, self._numpy, self.params.has_jitter, phase, None if mask is None else mask.numpy()
-        )
+        if mask is not None and self.read_xp is NUMPY:
+            mask = mask.numpy()  # a reset capture's own mask (made per capture: not bound)
+        read_delayed(self.read_xp, self.arrays, self.params.has_jitter, phase, mask)
 
-    def hold_fixed_shift_numpy(self, ctx: CaptureContext) -> None:
-        """:meth:`hold_fixed_shift` on numpy views."""
-        np.copyto(self._numpy_cache, self.ring.numpy_at(self.fixed_shift))
-
-    def stage(self, executor: str = "torch") -> Any:
+    def stage(self) -> Any:
         """The read this step runs: :meth:`hold_fixed_shift` while the shift is fixed, else
-        :meth:`sample_delay`; with ``executor="numpy"`` their numpy executions (the gather of sensors of
-        unequal widths has none: it stays on torch, on the same memory)."""
-        if executor == "numpy" and self._numpy is None:
-            self._numpy = self._arrays(numpy_view, numpy_view(self._one))
-            self._numpy_cache = numpy_view(self.cache)
-        if self.fixed_shift is not None:
-            return self.hold_fixed_shift_numpy if executor == "numpy" else self.hold_fixed_shift
-        if executor == "numpy" and self._equal_widths:
-            return self.sample_delay_numpy
-        return self.sample_delay
+        :meth:`sample_delay`."""
+        return self.hold_fixed_shift if self.fixed_shift is not None else self.sample_delay
 
     def stage_name(self) -> str:
         """The name of the read :meth:`stage` returns (for ``ClassStorage.stage_names``)."""
         return "hold_fixed_shift" if self.fixed_shift is not None else "sample_delay"
 
-    def route(self, read: Any) -> str:
-        """The executor that runs ``read`` (one of :meth:`stage`'s results)."""
-        numpy_reads = (self.hold_fixed_shift_numpy, self.sample_delay_numpy)
-        return "numpy" if read in numpy_reads else "torch"
+    def stage_executor(self) -> str:
+        """The executor the read :meth:`stage` returns runs on (``"torch"`` or ``"numpy"``)."""
+        return (self.binding if self.fixed_shift is not None else self._read_binding).name
 
     def follow_parameters(self) -> None:
         """Adopt the parameter table's :attr:`~ParameterTable.fixed_shift` after a setter: leaving the

@@ -28,14 +28,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from .xp import NUMPY, TORCH, numpy_view
+from .error_model import ErrorModel
+from .xp import TORCH, Binding
 
 if TYPE_CHECKING:
-    from .error_model import ErrorModel
     from .parameters import ParameterTable
 
 __all__ = [
@@ -203,15 +204,17 @@ class HardwareImperfections:
         [[1.0, 2.5]]
     """
 
-    def __init__(self, params: ParameterTable, compiled: bool, executor: str = "torch") -> None:
+    def __init__(self, params: ParameterTable, compiled: bool, binding: Binding | None = None) -> None:
         self.params, self.compiled = params, compiled
+        #: the executor of the kernel (the class's, decided by the manager at build; torch when compiled)
+        self.binding = binding if binding is not None and not compiled else Binding("torch")
         # inductor computes float16/bfloat16 elementwise work in float32 and rounds once at the end, where
         # the eager kernel rounds after every operation: those dtypes keep the eager kernel (same bits)
         exact = not params.has_component_params or params.noise.dtype in (torch.float32, torch.float64)
-        self.kernel = _compiled_kernel() if compiled and exact else hardware_imperfections
-        #: ``"torch"`` or ``"numpy"``: the executor of the kernel (decided by the manager at build)
-        self.executor = "torch" if compiled else executor
-        self._data: tuple[Any, Any] = (None, None)  # the last data tensor and its numpy view
+        if compiled and exact:
+            self.kernel = _compiled_kernel()
+        else:
+            self.kernel = functools.partial(imperfection_kernel, self.binding.xp)
         self.random_walk_state: torch.Tensor | None = None
         self.scratch: torch.Tensor | None = None
         if params.has_component_params:
@@ -229,13 +232,6 @@ class HardwareImperfections:
         self.raw_source: torch.Tensor | None = None
         self.plan()
 
-    def __getstate__(self) -> dict:
-        # numpy views (bound arguments, the last data buffer's view) would not share a copy's memory
-        return {
-            **self.__dict__, "_data": (None, None), "numpy_walk_args": None, "numpy_other_args": None,
-            "numpy_raw_source": None, "numpy_model_args": None, "_due": (),
-        }  # fmt: skip
-
     def attach_model(self, model: ErrorModel | None) -> None:
         """Run the class's error-model terms (its storage calls this at build, after making the sampler)."""
         self.model = model
@@ -248,11 +244,7 @@ class HardwareImperfections:
         :func:`apply_default_hardware_imperfections` instead of a copy in the working buffer: the hook then
         skips that copy (one pass less per step)."""
         self.raw_source = source
-        self.plan()  # binds its numpy view on the numpy executor
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.plan()  # binds the arguments (and their numpy views) to this object's own tensors
+        self.plan()
 
     @property
     def draw_blocks(self) -> int:
@@ -275,14 +267,12 @@ class HardwareImperfections:
 
     def plan(self) -> None:
         """Bind the kernel's arguments: an absent imperfection is None (skipped)."""
-        p, m = self.params, self.model
-        numpy = self.executor == "numpy"
-        self.numpy_raw_source = numpy_view(self.raw_source) if numpy else None
+        p, m, array = self.params, self.model, self.binding.array
+        self.bound_source = array(self.raw_source)
         self.model_args: tuple = (None, None, None)
-        self.numpy_model_args = self.model_args
+        self._due = ()
         if not p.has_component_params:  # nothing to apply (e.g. an integer intermediate dtype)
             self.has_walk, self.walk_args, self.other_args = False, (None,) * 4, (None,) * 5
-            self.numpy_walk_args, self.numpy_other_args = self.walk_args, self.other_args
             self.uses_rows = False
             return
         walk_density = m is not None and m.has_walk_density
@@ -299,63 +289,50 @@ class HardwareImperfections:
             resolution = (None, None)
         self.has_walk = walk
         self.uses_rows = walk or lowpass or markov  # terms that restart at a reset
-        self.walk_args = (
+        walk_args = (
             self.scratch,
             self.random_walk_state if walk else None,
             self.random_walk_draw if walk else None,
             (m.walk_std if walk_density else p.random_walk) if walk else None,
         )
-        self.other_args = (
+        other_args = (
             self.noise_draw if noise or lowpass else None,
             (m.sigma if noise_density else p.noise) if noise and not lowpass else None,
             p.bias if p.has_bias else None,
             *resolution,
         )
+        # the kernel's arguments as arrays of its executor: the tensors, or numpy views of their memory
+        self.walk_args, self.other_args = tuple(map(array, walk_args)), tuple(map(array, other_args))
         if m is not None:
             m.refresh()  # a setter may have changed a value the coefficients derive from (noise)
-            self.model_args = (
+            model_args = (
                 m.scale,
                 (m.markov_state, self.markov_draw, m.phi, m.drive, m.markov_sigma) if markov else None,
                 (m.lowpass_state, m.decay, m.gain, m.step_std, m.start_std, m.update, m.spare)
                 if lowpass
                 else None,
             )
-            if m.follows_due:  # update = active and due, per column, every step (see __call__)
-                self._due = (m.sampler.due, m.col_to_sensor, m.update, m.active)
-        if numpy:  # the same arguments, as numpy views of the same memory
-            self.numpy_walk_args = tuple(numpy_view(a) for a in self.walk_args)
-            self.numpy_other_args = tuple(numpy_view(a) for a in self.other_args)
-            self.numpy_model_args = tuple(
-                tuple(map(numpy_view, a)) if isinstance(a, tuple) else numpy_view(a) for a in self.model_args
+            self.model_args = tuple(
+                tuple(map(array, a)) if isinstance(a, tuple) else array(a) for a in model_args
             )
-            if m is not None and m.follows_due:
-                self._due = tuple(map(numpy_view, self._due))
+            if m.follows_due:  # update = active and due, per column, every step (see __call__)
+                self._due = tuple(map(array, (m.sampler.due, m.col_to_sensor, m.update, m.active)))
 
     def __call__(
         self, data: torch.Tensor, reset_mask: torch.Tensor | None, source: torch.Tensor | None = None
     ) -> None:
         """Apply them to ``data`` ``(B, cols)`` in place (``reset_mask``: the envs this capture resets);
         with ``source`` (only ever :attr:`raw_source`), ``data`` is first set from ``source``."""
-        m = self.model
-        if self.executor == "numpy":
-            last, view = self._data
-            if data is not last:  # the hook passes the same working buffer every step
-                view = numpy_view(data)
-                self._data = (data, view)
-            rows = numpy_view(reset_mask) if self.uses_rows else None
-            src = source if source is None else (
-                self.numpy_raw_source if source is self.raw_source else numpy_view(source)
-            )  # fmt: skip
-            if m is not None and m.follows_due:  # the filter advances where a sample is due
-                m.update_mask(NUMPY, *self._due)
-            imperfection_kernel(
-                NUMPY, view, *self.numpy_walk_args, rows, *self.numpy_other_args, src, *self.numpy_model_args
-            )
-        else:
-            rows = reset_mask if self.uses_rows else None
-            if m is not None and m.follows_due:
-                m.update_mask(TORCH, *self._due)
-            self.kernel(data, *self.walk_args, rows, *self.other_args, source, *self.model_args)
+        array = self.binding.array  # the hook passes the same working buffer every step: a view made once
+        rows = None
+        if reset_mask is not None and self.uses_rows:
+            rows = reset_mask if self.binding.xp is TORCH else reset_mask.numpy()  # a capture's own mask
+        if self._due:  # the filter advances where a sample is due
+            ErrorModel.update_mask(self.binding.xp, *self._due)
+        self.kernel(
+            array(data), *self.walk_args, rows, *self.other_args,
+            None if source is None else self.bound_source, *self.model_args,
+        )  # fmt: skip
 
 
 class ImperfectionsOwner(Protocol):

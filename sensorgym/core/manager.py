@@ -30,7 +30,7 @@ from .rows import Rollback, env_mask, folded_seed, known_empty
 from .sensor import Sensor, normalize_format, reads_timeline
 from .storage import ClassStorage, DtypeGroup
 from .values import as_int, as_real
-from .xp import choose_executor
+from .xp import Binding, choose_executor
 
 if TYPE_CHECKING:
     from .accel import CapturedStep
@@ -113,6 +113,7 @@ class SensorManager(ManagerPersistence):
         choose_executor(executor, self.device, self.compile, 0)  # refuse a bad value now, not at build
         #: the executor decided at build (``"torch"`` or ``"numpy"``); None before build
         self.executor_used: str | None = None
+        self._views = Binding("numpy")  # numpy views of the manager's buffers (see numpy_view)
         self._numpy_steps: tuple[np.ndarray, np.ndarray] | None = None
         self._step_threads = 0  # decided at build from the work size: 0 = leave torch's setting alone
         self.random: RandomSource = (
@@ -270,7 +271,9 @@ class SensorManager(ManagerPersistence):
         self._built = True
         self._step_threads = self._decide_threads()
         self._numpy_steps = (
-            (self.episode_steps.numpy(), self._one.numpy()) if self.executor_used == "numpy" else None
+            (self._views.numpy(self.episode_steps), self._views.numpy(self._one))
+            if self.executor_used == "numpy"
+            else None
         )
         self._rollback_every_step = any(s.options.nan_policy == "raise" for s in self.sensors)
         self._plan_draws()

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .parameters import COMPONENT_FIELDS, TIME_FIELDS
-from .xp import NUMPY, TORCH
+from .xp import Binding
 
 if TYPE_CHECKING:
     from .imperfections import HardwareImperfections
@@ -77,11 +77,6 @@ class CaptureContext:
 STEP = CaptureContext()
 
 
-#: numpy views one metadata keeps (hooks pass the same few buffers every step; a bound keeps a hook that
-#: passes a new tensor on every call from growing the cache without end)
-_MAX_VIEWS = 256
-
-
 def _read(component: str, name: str, doc: str) -> property:
     def get(self: SensorMetadata) -> Any:
         return getattr(getattr(self, component), name)
@@ -104,6 +99,7 @@ class SensorMetadata:
         imperfections: HardwareImperfections,
         raw_step_stages: list = (),
         raw_reset_stages: list = (),
+        binding: Binding | None = None,
     ) -> None:
         self.sensor_cls = sensor_cls
         self.sensors = sensors
@@ -119,10 +115,8 @@ class SensorMetadata:
         self.context = STEP  # replaced by the manager for every capture (a frozen CaptureContext)
         # what finish_raw_capture runs (NaN policy; in reset captures also the timeline prefill)
         self._raw_stages = (tuple(raw_step_stages), tuple(raw_reset_stages))
-        self._numpy_views: dict[int, tuple[torch.Tensor, Any]] = {}  # id -> (tensor, its numpy view)
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_numpy_views": {}}  # views are made again: copies would be detached
+        #: the class's executor, bound to its buffers (:class:`~sensorgym.core.xp.Binding`)
+        self.binding = binding if binding is not None else imperfections.binding
 
     # -- the capture context ---------------------------------------------------------------------------
     reset_mask = _read("context", "reset_mask", "``(B,)`` bool: envs whose episode starts now, or None.")
@@ -132,38 +126,27 @@ class SensorMetadata:
     @property
     def executor(self) -> str:
         """``"torch"`` or ``"numpy"``: how the class's planned arithmetic runs (see
-        :mod:`sensorgym.core.xp`); a hook may use it to copy through numpy views of CPU buffers."""
-        return self.imperfections.executor
+        :mod:`sensorgym.core.xp`)."""
+        return self.binding.name
 
     @property
     def xp(self) -> Any:
         """The array namespace of :attr:`executor` (:data:`~sensorgym.core.xp.TORCH` or
         :data:`~sensorgym.core.xp.NUMPY`): a hook written against it, on arrays from :meth:`array`, runs
         on either executor with the same bits."""
-        return NUMPY if self.imperfections.executor == "numpy" else TORCH
+        return self.binding.xp
 
     def array(self, t: torch.Tensor) -> Any:
         """``t`` as an array of :attr:`xp`: the tensor itself (torch executor), or a numpy view of its
         memory (numpy executor, see :meth:`numpy_view`)."""
-        return t if self.imperfections.executor != "numpy" else self.numpy_view(t)
+        return self.binding.array(t)
 
     def numpy_view(self, t: torch.Tensor) -> Any:
         """A numpy array sharing the memory of the CPU tensor ``t`` (None when numpy cannot view it: a
-        device tensor or a dtype numpy lacks), made once per tensor object: hooks receive the same few
-        ring slots every step, and ``Tensor.numpy()`` with its checks costs more than the numpy op it
-        enables. The tensor is kept with its view, so an id is never reused for another tensor."""
-        known = self._numpy_views.get(id(t))
-        if known is None or known[0] is not t:
-            view = None
-            if t.device.type == "cpu" and not t.requires_grad:
-                try:
-                    view = t.numpy()
-                except TypeError:  # e.g. bfloat16
-                    view = None
-            if len(self._numpy_views) >= _MAX_VIEWS:  # fresh tensors every call: views are re-made
-                self._numpy_views.clear()
-            known = self._numpy_views[id(t)] = (t, view)
-        return known[1]
+        device tensor or a dtype numpy lacks), whatever the executor, made once per tensor object: hooks
+        receive the same few ring slots every step, and ``Tensor.numpy()`` with its checks costs more than
+        the numpy op it enables."""
+        return self.binding.numpy(t)
 
     def finish_raw_capture(self, gt_timeline: Ring, measured_timeline: Ring) -> None:
         """Apply the non-finite policy and, for envs being reset, fill the older timeline slots with the

@@ -39,7 +39,7 @@ import torch
 from .delay_law import JITTER_CEIL_TOLERANCE, delay_steps, jitter_extra_steps, seconds_to_steps
 from .options import SimpleSensorOptions, bounds_of
 from .randomization import Distribution
-from .xp import NUMPY, TORCH
+from .xp import TORCH, Binding
 
 if TYPE_CHECKING:
     from .protocols import SensorHandle as Sensor
@@ -126,12 +126,13 @@ class ParameterTable:
         random: RandomSource | None,
         sensor_cols: list[int],
         param_dtype: torch.dtype | None,
-        executor: str = "torch",
+        binding: Binding | None = None,
     ) -> None:
         self.sensors, self.dt, self.device, self.random = sensors, dt, device, random
-        #: the ops of refresh_derived and resample (the class's executor: torch, or numpy on views); the
-        #: draws themselves always come from the torch generator (one random stream for both)
-        self.xp = NUMPY if executor == "numpy" else TORCH
+        #: the executor of refresh_derived and resample (the class's: torch, or numpy on views); the draws
+        #: themselves always come from the torch generator (one random stream for both)
+        self.binding = binding if binding is not None else Binding("torch")
+        self.xp = self.binding.xp
         self._views: dict[str, Any] | None = None  # see _arrays
         b, n = num_envs, len(sensors)
         f64 = dict(dtype=torch.float64, device=device)
@@ -259,12 +260,14 @@ class ParameterTable:
                 setattr(self, f"has_{name}", True)
 
     # -- derived tables --------------------------------------------------------------------------------
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_views": None}  # a copy views its own tensors (see _arrays)
+    def bind(self) -> None:
+        """Take the tables again through the class's binding (when the class plans: after a setter, a
+        checkpoint, a copy)."""
+        self._views = None
 
     def _arrays(self) -> dict[str, Any]:
         """The tables :meth:`refresh_derived` and :meth:`resample` work on, as the executor's arrays: the
-        tensors themselves, or numpy views of them made once (tensors are only ever written in place)."""
+        tensors themselves, or numpy views of them, taken once per plan (tensors are written in place)."""
         if self._views is None:
             names = ["delay_seconds", "jitter_seconds", "delay_steps", "jitter_steps", "jitter_ceil"]
             names += ["jitter_steps_f32", "_time_scratch"]
@@ -276,7 +279,7 @@ class ParameterTable:
                 tensors[f"{name}.draws"] = self._random_scratch[name]
                 tensors[f"{name}.columns"] = self._random_cols[name][None, :]
                 tensors[f"{name}.rows"] = self._random_rows[name]
-            self._views = tensors if self.xp is TORCH else {k: v.numpy() for k, v in tensors.items()}
+            self._views = {k: self.binding.array(v) for k, v in tensors.items()}
         return self._views
 
     def refresh_derived(self, changed: Iterable[str] | None = None) -> None:

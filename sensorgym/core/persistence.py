@@ -28,6 +28,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+import torch
+
 __all__ = ["ManagerPersistence"]
 
 
@@ -49,14 +51,35 @@ class ManagerPersistence:
     STATE_VERSION = 4
 
     def __deepcopy__(self, memo: dict) -> Any:
-        """``copy.deepcopy``: torch copies the buffers with their views still sharing memory; then every
-        numpy view of the numpy executor and every planned stage is made again from the new tensors (a
-        view copied along would not share the new memory and would silently read and write a detached
-        array)."""
+        """``copy.deepcopy``: torch copies the buffers with their views still sharing memory; the numpy
+        views of the numpy executor are left out (:meth:`exclude_views`), and every class binds and plans
+        again from the new tensors (a view copied along would not share the new memory and would
+        silently read and write a detached array)."""
         new = object.__new__(type(self))
         memo[id(self)] = new
+        self.exclude_views(memo)
         new._restore(copy.deepcopy(self.__dict__, memo))
         return new
+
+    def exclude_views(self, memo: dict) -> None:
+        """Mark every numpy view of this manager's buffers as not to be copied in a ``copy.deepcopy`` memo
+        (the copy binds its own). A wrapper that holds views of the manager's buffers (through
+        :meth:`numpy_view`) calls this before copying itself, whatever it copies first."""
+        for storage in self._stores.values():
+            for view in storage.binding.views():
+                memo[id(view)] = None
+        for view in self._views.views():
+            memo[id(view)] = None
+
+    def numpy_view(self, t: torch.Tensor) -> Any:
+        """A numpy view of one of this manager's CPU buffers (a cache, a ring), made once per tensor (None
+        where numpy cannot view it), for a packer outside the manager (the Gymnasium layer's
+        ``ObservationLayout``); a deep copy of the manager leaves these out (:meth:`exclude_views`)."""
+        return self._views.numpy(t)
+
+    def views_id(self) -> int:
+        """Which manager's views :meth:`numpy_view` gives (a copy's differ from the original's)."""
+        return id(self._views)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise TypeError(
@@ -70,7 +93,9 @@ class ManagerPersistence:
         self.__dict__.update(state)
         if self._built:
             self._numpy_steps = (
-                (self.episode_steps.numpy(), self._one.numpy()) if self.executor_used == "numpy" else None
+                (self._views.numpy(self.episode_steps), self._views.numpy(self._one))
+                if self.executor_used == "numpy"
+                else None
             )
             for storage in self._stores.values():
                 storage.plan()

@@ -84,13 +84,16 @@ class Ring:
         # indexing a tuple costs a fraction of creating a new view each time
         self._slots = buffer.unbind(0)
         self._order: torch.Tensor | None = None  # [t % depth, k] -> storage slot of the snapshot k back
-        self._numpy_slots: tuple | None = None
-        self._numpy_buffer: Any = None
+        self.bind(None)
 
-    def __getstate__(self) -> dict:
-        # numpy views are made again on first use: a copied or unpickled view would not share the copied
-        # buffer's memory (reads and writes through it would go to a detached array)
-        return {**self.__dict__, "_numpy_slots": None, "_numpy_buffer": None}
+    def bind(self, binding: Any) -> None:
+        """Take the slots as arrays of ``binding``'s executor (see :class:`~sensorgym.core.xp.Binding`) for
+        :meth:`array_at` and :attr:`array_buffer`; None: the tensors themselves (the torch executor)."""
+        if binding is None:
+            self._arrays, self.array_buffer = self._slots, self.buffer
+        else:
+            self._arrays = tuple(binding.array(slot) for slot in self._slots)
+            self.array_buffer = binding.array(self.buffer)
 
     def slot(self, k: int) -> int:
         """Storage index of the snapshot ``k`` steps back."""
@@ -102,17 +105,9 @@ class Ring:
             raise IndexError(f"ring holds {self.depth} snapshot(s); at({k}) is out of range")
         return self._slots[(self.clock.t - k) % self.depth]
 
-    def numpy_at(self, k: int) -> Any:
-        """:meth:`at` as a numpy array sharing the slot's memory (CPU rings; the numpy executor)."""
-        if self._numpy_slots is None:
-            self._numpy_slots = tuple(slot.numpy() for slot in self._slots)
-        return self._numpy_slots[(self.clock.t - k) % self.depth]
-
-    def numpy_buffer(self) -> Any:
-        """:attr:`buffer` as a numpy array sharing its memory (CPU rings; the numpy executor)."""
-        if self._numpy_buffer is None:
-            self._numpy_buffer = self.buffer.numpy()
-        return self._numpy_buffer
+    def array_at(self, k: int) -> Any:
+        """:meth:`at` as an array of the bound executor (a numpy view of the slot on the numpy executor)."""
+        return self._arrays[(self.clock.t - k) % self.depth]
 
     def block(self, start: int, width: int) -> Ring:
         """A ring over a contiguous block of each snapshot's storage: snapshot columns

@@ -23,15 +23,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
 import torch
 
 from .metadata import CaptureContext, SensorMetadata
 from .ring import Clock, Ring
 from .sampler import Sampler
 from .sensor import _overrides
+from .xp import TORCH, Binding
 
 __all__ = [
     "CopyToReturnCache",
@@ -43,7 +41,6 @@ __all__ = [
     "SampleAndHold",
     "WriteHistory",
     "fill_rows",
-    "fill_rows_numpy",
 ]
 
 
@@ -56,29 +53,11 @@ def fill_rows(
     zero_cols: torch.Tensor | None = None,
     pad: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> None:
-    """Episode-start padding of a ring ``(R, B, c)`` for the rows in ``mask``: every slot gets ``slot0``
-    (``"reset"`` padding), or zero in ``zero_cols`` with ``slot0`` kept in slot 0 (``"zero"``).
-    ``first`` (and ``pad``: a ``(B, c)`` buffer and a 0-d zero) are scratch; nothing is allocated."""
-    rows = mask[None, :, None]
-    first.copy_(slot0)  # slot0 aliases buffer; where() refuses overlapping input and output
-    if zero_cols is None:
-        torch.where(rows, first.unsqueeze(0), buffer, out=buffer)
-        return
-    padded, zero = pad
-    torch.where(zero_cols[None, :], zero, first, out=padded)
-    torch.where(rows, padded.unsqueeze(0), buffer, out=buffer)
-    torch.where(mask[:, None], first, slot0, out=slot0)
-
-
-def fill_rows_numpy(buffer: Any, slot0: Any, index: Any, zero_cols: Any = None) -> None:
-    """:func:`fill_rows` on numpy views of the same memory (the numpy executor), for the envs in ``index``
-    (int64 indices): the same values, written to those rows only."""
-    first = slot0[index]  # a copy (fancy indexing): slot0 aliases buffer
-    if zero_cols is None:
-        buffer[:, index] = first
-        return
-    buffer[:, index] = np.where(zero_cols, np.zeros((), first.dtype), first)
-    slot0[index] = first
+    """Episode-start padding of a ring ``(R, B, c)`` for the rows in ``mask``, on torch tensors: every slot
+    gets ``slot0`` (``"reset"`` padding), or zero in ``zero_cols`` with ``slot0`` kept in slot 0
+    (``"zero"``). ``first`` (and ``pad``: a ``(B, c)`` buffer and a 0-d zero) are scratch; nothing is
+    allocated. (:meth:`~sensorgym.core.xp.TORCH.pad_rows`; the stages call the executor's.)"""
+    TORCH.pad_rows(buffer, slot0, mask, None, first, zero_cols, pad)
 
 
 class Padding:
@@ -186,42 +165,42 @@ class PrefillTimelines:
     """Raw-capture stage of reset captures: every older timeline slot of a reset env holds the value
     just captured in slot 0 (so a recurrent transform starts in steady state)."""
 
-    def __init__(self, like: torch.Tensor, executor: str = "torch") -> None:
-        self.scratch = torch.zeros_like(like)
-        self.numpy = executor == "numpy"
+    def __init__(self, like: torch.Tensor, binding: Binding) -> None:
+        self.binding, self.scratch = binding, torch.zeros_like(like)
 
     def __call__(self, gt_timeline: Ring, measured_timeline: Ring, ctx: CaptureContext) -> None:
+        array = self.binding.array  # reset captures only: the views are looked up, made once
         for timeline in (gt_timeline, measured_timeline):
-            if self.numpy and ctx.reset_index is not None:
-                fill_rows_numpy(timeline.numpy_buffer(), timeline.numpy_at(0), ctx.reset_index)
-            else:
-                fill_rows(timeline.buffer, timeline.at(0), ctx.reset_mask, self.scratch)
+            self.binding.xp.pad_rows(
+                array(timeline.buffer), array(timeline.at(0)), ctx.reset_mask, ctx.reset_index,
+                array(self.scratch), None, None,
+            )  # fmt: skip
 
 
 # -- the stages of a class's capture ----------------------------------------------------------------------
+# Each stage is written once against its class's executor (``binding.xp``), on arrays bound when the class
+# plans (ring slots through ``Ring.array_at``, caches through ``binding.array``).
 class CopyToReturnCache:
     """Stage: the latest snapshot of ``source`` (its slot 0) into a return cache."""
 
-    __slots__ = ("cache", "source")
+    __slots__ = ("cache", "source", "xp")
 
-    def __init__(self, source: Ring, cache: torch.Tensor) -> None:
-        self.source, self.cache = source, cache
+    def __init__(self, source: Ring, cache: torch.Tensor, binding: Binding) -> None:
+        self.source, self.cache, self.xp = source, binding.array(cache), binding.xp
 
     def __call__(self, ctx: CaptureContext) -> None:
-        self.cache.copy_(self.source.at(0))
-
-    def numpy_stage(self) -> Any:
-        """This stage on numpy views of the same memory (the numpy executor), or None."""
-        if self.cache.dtype != self.source.buffer.dtype or self.cache.shape != self.source.buffer.shape[1:]:
-            return None
-        return NumpyCopy(self.source, self.cache)
+        self.xp.copy(self.cache, self.source.array_at(0))
 
 
 class ProjectIntoRing:
     """Stage: ``_post_process`` of the branch's intermediate snapshot into slot 0 of its return ring, and
-    (given ``cache``: the GT branch, never delayed) on into the return cache."""
+    (given ``cache``: the GT branch, never delayed) on into the return cache. The identity projection
+    (``_post_process`` not overridden) is a copy on the class's executor; an overridden one runs as the
+    hook is written (on torch tensors, or on ``md.xp``)."""
 
-    __slots__ = ("cache", "is_measured", "md", "numpy_cache", "post_process", "ring", "sensor_cls", "source")
+    __slots__ = (
+        "cache", "identity", "is_measured", "md", "post_process", "ring", "sensor_cls", "source", "xp",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -230,44 +209,29 @@ class ProjectIntoRing:
         source: Ring,
         ring: Ring,
         is_measured: bool,
+        binding: Binding,
         cache: torch.Tensor | None = None,
     ) -> None:
         self.sensor_cls, self.md, self.source, self.ring = sensor_cls, md, source, ring
-        self.post_process, self.is_measured, self.cache = sensor_cls._post_process, is_measured, cache
-        self.numpy_cache: Any = None  # the numpy executor's view of `cache` (see numpy_stage)
+        self.post_process, self.is_measured = sensor_cls._post_process, is_measured
+        self.identity = not _overrides(sensor_cls, "_post_process")
+        self.xp, self.cache = binding.xp, binding.array(cache)
 
     def __call__(self, ctx: CaptureContext) -> None:
-        slot = self.ring.at(0)
-        out = self.post_process(self.md, self.source.at(0), self.ring, is_measured=self.is_measured)
-        if out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype:
-            if out.shape != slot.shape:
-                raise ValueError(
-                    f"{self.sensor_cls.__name__}._post_process returned shape {tuple(out.shape)}; the return "
-                    f"format needs {tuple(slot.shape)} (B, return columns)."
-                )
-            slot.copy_(out)
-        if self.numpy_cache is not None:
-            np.copyto(self.numpy_cache, self.ring.numpy_at(0))
-        elif self.cache is not None:
-            self.cache.copy_(slot)
-
-    def numpy_stage(self) -> Any:
-        """The identity projection as numpy copies of the same memory (the numpy executor). With an
-        overridden ``_post_process`` (the hook runs as it is written, e.g. on ``md.xp``): this stage with
-        its copy into the return cache through numpy; None when it has no such copy, or for a projection
-        that changes dtype or shape."""
-        if _overrides(self.sensor_cls, "_post_process"):
-            if self.cache is None or self.cache.dtype != self.ring.buffer.dtype:
-                return None
-            stage = ProjectIntoRing(
-                self.sensor_cls, self.md, self.source, self.ring, self.is_measured, self.cache
-            )
-            stage.numpy_cache = self.cache.numpy()
-            return stage
-        src, ring = self.source.buffer, self.ring.buffer
-        if src.dtype != ring.dtype or src.shape[1:] != ring.shape[1:]:
-            return None
-        return NumpyCopy(self.source, self.ring, self.cache)
+        if self.identity:
+            self.xp.copy(self.ring.array_at(0), self.source.array_at(0))
+        else:
+            slot = self.ring.at(0)
+            out = self.post_process(self.md, self.source.at(0), self.ring, is_measured=self.is_measured)
+            if out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype:
+                if out.shape != slot.shape:
+                    raise ValueError(
+                        f"{self.sensor_cls.__name__}._post_process returned shape {tuple(out.shape)}; the "
+                        f"return format needs {tuple(slot.shape)} (B, return columns)."
+                    )
+                slot.copy_(out)  # the hook's own tensor
+        if self.cache is not None:
+            self.xp.copy(self.cache, self.ring.array_at(0))
 
 
 class SampleAndHold:
@@ -286,72 +250,32 @@ class WriteHistory:
     """Stage: this step's measured read into slot 0 of the history ring (history is causal: slot ``i``
     is what ``read()`` returned ``i`` steps ago)."""
 
-    __slots__ = ("cache", "history")
+    __slots__ = ("cache", "history", "xp")
 
-    def __init__(self, history: Ring, cache: torch.Tensor) -> None:
-        self.history, self.cache = history, cache
-
-    def __call__(self, ctx: CaptureContext) -> None:
-        self.history.at(0).copy_(self.cache)
-
-    def numpy_stage(self) -> Any:
-        """This stage on numpy views of the same memory (the numpy executor)."""
-        return NumpyCopy(self.cache, self.history)
-
-
-class NumpyCopy:
-    """A copy stage of the numpy executor: slot 0 of ``source`` (a :class:`Ring`, or a cache) into slot 0
-    of ``target`` (a ring or a cache), and on into ``cache`` when given; numpy views of the same memory."""
-
-    __slots__ = ("cache", "source", "source_ring", "target", "target_ring")
-
-    def __init__(self, source: Ring | torch.Tensor, target: Ring | torch.Tensor, cache: Any = None) -> None:
-        self.cache = None if cache is None else cache.numpy()
-        self.source_ring = source if isinstance(source, Ring) else None
-        self.target_ring = target if isinstance(target, Ring) else None
-        self.source = None if self.source_ring is not None else source.numpy()
-        self.target = None if self.target_ring is not None else target.numpy()
+    def __init__(self, history: Ring, cache: torch.Tensor, binding: Binding) -> None:
+        self.history, self.cache, self.xp = history, binding.array(cache), binding.xp
 
     def __call__(self, ctx: CaptureContext) -> None:
-        src = self.source if self.source_ring is None else self.source_ring.numpy_at(0)
-        dst = self.target if self.target_ring is None else self.target_ring.numpy_at(0)
-        np.copyto(dst, src)
-        if self.cache is not None:
-            np.copyto(self.cache, dst)
+        self.xp.copy(self.history.array_at(0), self.cache)
 
 
 class PadRing:
-    """Stage of reset captures: padding of the reset envs' rows of a return ring (see :class:`Padding`)."""
+    """Stage of reset captures: padding of the reset envs' rows of a return ring (see :class:`Padding`;
+    the executor's ``pad_rows``: masked on torch, the reset rows only on numpy)."""
 
-    __slots__ = ("padding", "ring")
+    __slots__ = ("args", "ring", "xp")
 
-    def __init__(self, ring: Ring, padding: Padding) -> None:
-        self.ring, self.padding = ring, padding
-
-    def __call__(self, ctx: CaptureContext) -> None:
-        ring, pad = self.ring, self.padding
-        fill_rows(ring.buffer, ring.at(0), ctx.reset_mask, pad.first, pad.zero_columns, pad.scratch)
-
-    def numpy_stage(self) -> Any:
-        """This stage on numpy views of the same memory (the numpy executor)."""
-        return _PadRingNumpy(self)
-
-
-class _PadRingNumpy:
-    """:class:`PadRing` on numpy views, writing only the reset envs' rows (``ctx.reset_index``)."""
-
-    __slots__ = ("stage", "zero_columns")
-
-    def __init__(self, stage: PadRing) -> None:
-        zero = stage.padding.zero_columns
-        self.stage, self.zero_columns = stage, None if zero is None else zero.numpy()
+    def __init__(self, ring: Ring, padding: Padding, binding: Binding) -> None:
+        self.ring, self.xp = ring, binding.xp
+        scratch = padding.scratch
+        self.args = (
+            binding.array(padding.first), binding.array(padding.zero_columns),
+            None if scratch is None else (binding.array(scratch[0]), binding.array(scratch[1])),
+        )  # fmt: skip
 
     def __call__(self, ctx: CaptureContext) -> None:
-        if ctx.reset_index is None:  # a context made without the indices: the masked torch route
-            self.stage(ctx)
-            return
-        ring = self.stage.ring
-        fill_rows_numpy(ring.numpy_buffer(), ring.numpy_at(0), ctx.reset_index, self.zero_columns)
+        ring = self.ring
+        self.xp.pad_rows(ring.array_buffer, ring.array_at(0), ctx.reset_mask, ctx.reset_index, *self.args)
 
 
 def _cols(columns: slice) -> int:

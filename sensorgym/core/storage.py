@@ -57,7 +57,7 @@ from .stages import (
     SampleAndHold,
     WriteHistory,
 )
-from .xp import numpy_executes
+from .xp import Binding, numpy_executes
 
 __all__ = ["ClassStorage", "DtypeGroup"]
 
@@ -148,10 +148,16 @@ class ClassStorage:
         episode_steps: torch.Tensor,
         executor: str = "torch",
     ) -> None:
+        post_processed = _overrides(sensor_cls, "_post_process")
+        same_space = return_dtype == group.dtype and return_cols == _cols(columns)
         #: ``"torch"`` or ``"numpy"``: how the planned stages and the imperfection kernel run (the
         #: manager's choice at build; numpy views of the same buffers, see :mod:`sensorgym.core.xp`). A class
-        #: whose buffers numpy cannot view (bfloat16) or promotes differently (float16) keeps torch.
-        self.executor = executor if numpy_executes(group.dtype, return_dtype) else "torch"
+        #: keeps torch where numpy cannot view its buffers (bfloat16), promotes differently (float16), or
+        #: where an identity projection would cast between spaces (torch's cast is the contract's)
+        numpy_ok = numpy_executes(group.dtype, return_dtype) and (post_processed or same_space)
+        self.executor = executor if numpy_ok else "torch"
+        #: the class's executor bound to its buffers: every stage and component takes its arrays from it
+        self.binding = Binding(self.executor)
         b, device = group.inter.shape[0], group.inter.device
         self.cls, self.sensors, self.group, self.columns = sensor_cls, sensors, group, columns
         self.return_dtype, self.return_cols = return_dtype, return_cols
@@ -167,20 +173,18 @@ class ClassStorage:
         simple = any(isinstance(s.options, SimpleSensorOptions) for s in sensors)
         self.params = ParameterTable(
             sensors, b, dt, device, random, [_cols(s.cache_slice) for s in sensors],
-            group.dtype if simple and group.dtype.is_floating_point else None, self.executor,
+            group.dtype if simple and group.dtype.is_floating_point else None, self.binding,
         )  # fmt: skip
         self.nan_policy = NanPolicy.build(sensors, self.working, clock)
         raw_step = [self.nan_policy] if self.nan_policy is not None else []
-        raw_reset = raw_step + ([PrefillTimelines(self.working, self.executor)] if self.uses_timeline else [])
+        raw_reset = raw_step + ([PrefillTimelines(self.working, self.binding)] if self.uses_timeline else [])
         self.md = SensorMetadata(
             sensor_cls, sensors, b, dt, device, random, self.params,
-            HardwareImperfections(self.params, compiled, self.executor), raw_step, raw_reset,
+            HardwareImperfections(self.params, compiled, self.binding), raw_step, raw_reset, self.binding,
         )  # fmt: skip
         if folds_raw_copy(sensor_cls) and not raw_reset:  # no stage may look at the working buffer first
             self.md.imperfections.fold_raw_copy(self.gt_intermediate)
 
-        post_processed = _overrides(sensor_cls, "_post_process")
-        same_space = return_dtype == group.dtype and return_cols == _cols(columns)
         self.history_length = max(s.options.history_length for s in sensors)
         shifts = self.params.max_shift_per_sensor()
         self.max_shift = max(shifts)
@@ -213,7 +217,9 @@ class ClassStorage:
         try:
             if self.max_shift:
                 depth = max(self.max_shift + 1, min_depth)
-                self.delay_line = DelayLine(widths, self.params, self.m_cache, depth, random, clock)
+                self.delay_line = DelayLine(
+                    widths, self.params, self.m_cache, depth, random, clock, self.binding
+                )
             self.m_ring = (
                 self.delay_line.ring if self.delay_line else (ring(min_depth) if post_processed else None)
             )
@@ -226,64 +232,64 @@ class ClassStorage:
 
     # -- the planned capture -----------------------------------------------------------------------------
     def plan(self) -> None:
-        """Compose the capture's stages from the configuration (at build, after a setter that changes
-        what can vary, after loading a checkpoint)."""
+        """Compose the capture's stages from the configuration and bind every buffer they use to the class's
+        executor (at build, after a setter that changes what can vary, after loading a checkpoint or
+        copying the manager)."""
+        binding = self.binding
+        for ring in (self.timeline, self.measured_timeline, self.gt_ring, self.m_ring, self.hist):
+            if ring is not None:
+                ring.bind(binding)
+        self.params.bind()
         if self.delay_line is not None:
             self.delay_line.follow_parameters()
+            self.delay_line.bind()
         self.md.imperfections.plan()
-        stages: list[tuple[Any, bool]] = []  # (stage, only in reset captures)
-        own_route: dict[int, tuple[str, str]] = {}  # stage index -> (name, executor) its component chose
+        stages: list[tuple[Any, bool, str, str]] = []  # (stage, only in reset captures, name, executor)
+
+        def add(stage: Any, reset_only: bool = False, name: str | None = None, executor: str = "") -> None:
+            stages.append((stage, reset_only, name or type(stage).__name__, executor or binding.name))
+
         cls, md = self.cls, self.md
+        # an overridden _post_process runs as written (on torch tensors); the identity is a copy
+        hook = "torch" if _overrides(cls, "_post_process") else ""
         # ground truth: never delayed
         if self.gt_is_alias:
             if self.uses_timeline:
-                stages.append((CopyToReturnCache(self.timeline, self.gt_cache), False))
+                add(CopyToReturnCache(self.timeline, self.gt_cache, binding))
         elif self.gt_ring is not None:
             # padding keeps slot 0, so the cache can be written before the ring is padded
-            stages.append(
-                (ProjectIntoRing(cls, md, self.timeline, self.gt_ring, False, self.gt_cache), False)
-            )
-            stages.append((PadRing(self.gt_ring, self.padding), True))
+            project = ProjectIntoRing(cls, md, self.timeline, self.gt_ring, False, binding, self.gt_cache)
+            add(project, executor=hook)
+            add(PadRing(self.gt_ring, self.padding, binding), reset_only=True)
         else:
-            stages.append((CopyToReturnCache(self.timeline, self.gt_cache), False))
+            add(CopyToReturnCache(self.timeline, self.gt_cache, binding))
         # measured: project, hold, delay (+ jitter), history
         if not self.measured_is_alias:
             working = Ring.single(self.working, self.timeline.clock)
+            working.bind(binding)
             if self.m_ring is not None:
-                stages.append((ProjectIntoRing(cls, md, working, self.m_ring, True), False))
+                add(ProjectIntoRing(cls, md, working, self.m_ring, True, binding), executor=hook)
                 if self.sampler is not None:
-                    stages.append((SampleAndHold(self.sampler, self.m_ring), False))
-                stages.append((PadRing(self.m_ring, self.padding), True))
-                if self.delay_line is not None:  # its read is chosen for the executor by the delay line
-                    read = self.delay_line.stage(self.executor)
-                    stages.append((read, False))
-                    own_route[len(stages) - 1] = (self.delay_line.stage_name(), self.delay_line.route(read))
+                    add(SampleAndHold(self.sampler, self.m_ring), executor="torch")  # the sampler: torch
+                add(PadRing(self.m_ring, self.padding, binding), reset_only=True)
+                if self.delay_line is not None:  # its read, on the executor the delay line runs it on
+                    line = self.delay_line
+                    add(line.stage(), name=line.stage_name(), executor=line.stage_executor())
                 else:
-                    stages.append((CopyToReturnCache(self.m_ring, self.m_cache), False))
+                    add(CopyToReturnCache(self.m_ring, self.m_cache, binding))
             else:
-                stages.append((CopyToReturnCache(working, self.m_cache), False))
+                add(CopyToReturnCache(working, self.m_cache, binding))
                 if self.sampler is not None:
-                    m_cache = Ring.single(self.m_cache, self.timeline.clock)
-                    stages.append((SampleAndHold(self.sampler, m_cache), False))
+                    held = Ring.single(self.m_cache, self.timeline.clock)
+                    add(SampleAndHold(self.sampler, held), executor="torch")
             if self.hist is not None:
-                stages.append((WriteHistory(self.hist, self.m_cache), False))
-                stages.append((PadRing(self.hist, self.padding), True))
-        names = [
-            (own_route[i][0] if i in own_route else type(stage).__name__, reset_only)
-            for i, (stage, reset_only) in enumerate(stages)
-        ]
-        routes = [own_route[i][1] if i in own_route else "torch" for i in range(len(stages))]
-        if self.executor == "numpy":  # a stage without a numpy execution stays on torch (same memory)
-            for i, (stage, reset_only) in enumerate(stages):
-                has_numpy = i not in own_route and hasattr(stage, "numpy_stage")
-                numpy_stage = stage.numpy_stage() if has_numpy else None
-                if numpy_stage is not None:
-                    stages[i], routes[i] = (numpy_stage, reset_only), "numpy"
-        self.step_stages = tuple(stage for stage, reset_only in stages if not reset_only)
-        self.reset_stages = tuple(stage for stage, _ in stages)
+                add(WriteHistory(self.hist, self.m_cache, binding))
+                add(PadRing(self.hist, self.padding, binding), reset_only=True)
+        self.step_stages = tuple(stage for stage, reset_only, _, _ in stages if not reset_only)
+        self.reset_stages = tuple(stage for stage, _, _, _ in stages)
         self._stage_names = (
-            [(n, route) for (n, r), route in zip(names, routes, strict=True) if not r],
-            [(n, route) for (n, _), route in zip(names, routes, strict=True)],
+            [(name, executor) for _, reset_only, name, executor in stages if not reset_only],
+            [(name, executor) for _, _, name, executor in stages],
         )
 
     def capture(self, state: Any, ctx: CaptureContext) -> None:

@@ -176,7 +176,7 @@ def infer_dt(env: Any, dt: float | None) -> float:
     step = as_real(dt)
     if step is None or not math.isfinite(step) or step <= 0:
         raise ValueError(f"dt={dt!r}: the control step in seconds must be > 0. Fix: pass e.g. dt=0.05.")
-    if own is not None and not math.isclose(step, own, rel_tol=1e-9, abs_tol=0.0):
+    if own is not None and not math.isclose(step, own, rel_tol=1e-6, abs_tol=0.0):  # float32 steps
         raise ValueError(
             f"dt={dt!r} contradicts the env's own control step, {own:g} s (its `dt`, e.g. a MuJoCo env's "
             f"frame_skip x model timestep): a delay of 0.1 s would become {round(0.1 / step):d} steps = "

@@ -177,8 +177,10 @@ class ObservationLayout:
         b = manager.num_envs
         self._shapes = ((b, self.policy_space.shape[0]), (b, self.critic_space.shape[0]))  # of pack_numpy
         self._plan = self._make_plan()
-        # numpy views of the plan's sources (policy, critic), made when numpy packing is first asked for
-        self._numpy_sources: tuple[list[tuple], list[tuple]] | None = None
+        # numpy views of the plan's sources (policy, critic), made when numpy packing is first asked for,
+        # through the manager (`numpy_view`), with the id of the manager's views they belong to: a copied
+        # manager has views of its own, so a copied layout makes its sources again (see _sources)
+        self._numpy_sources: tuple[int, tuple[list[tuple], list[tuple]]] | None = None
 
     def _make_plan(self) -> tuple[list[_Copy], list[_Copy]]:
         """The packing plan, built once: the copies that fill ``"policy"`` and the GT part of ``"critic"``.
@@ -236,19 +238,14 @@ class ObservationLayout:
         self._fill_rest(env_obs, policy, critic, _same)
         return {"policy": policy, "critic": critic}
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_numpy_sources": None}  # views are made again: copies would be detached
-
     def pack_numpy(self, env_obs: Any) -> dict[str, np.ndarray]:
         """:meth:`pack` for a CPU manager and a numpy env: new float32 arrays, filled through numpy views
         of the sensor buffers by the same plan. The same values as ``pack``; for the small arrays of a few
         sensors a numpy copy costs a fraction of a torch op's dispatch, and this runs once per env step."""
-        if self._numpy_sources is None:
-            self._numpy_sources = self._make_numpy_sources()
         num_envs = self.manager.num_envs
         policy = np.empty(self._shapes[0], np.float32)
         critic = np.empty(self._shapes[1], np.float32)
-        (policy_copies, critic_copies), (policy_sources, critic_sources) = self._plan, self._numpy_sources
+        (policy_copies, critic_copies), (policy_sources, critic_sources) = self._plan, self._sources()
         for copies, sources, out in (
             (policy_copies, policy_sources, policy),
             (critic_copies, critic_sources, critic),
@@ -286,10 +283,17 @@ class ObservationLayout:
         if self.manager.device.type != "cpu":
             return False
         try:
-            self._numpy_sources = self._numpy_sources or self._make_numpy_sources()
+            self._sources()
         except TypeError:
             return False
         return True
+
+    def _sources(self) -> tuple[list[tuple], list[tuple]]:
+        """The numpy sources of this manager's buffers (made again for a copied manager's own)."""
+        owner = self.manager.views_id()
+        if self._numpy_sources is None or self._numpy_sources[0] != owner:
+            self._numpy_sources = (owner, self._make_numpy_sources())
+        return self._numpy_sources[1]
 
     def _make_numpy_sources(self) -> tuple[list[tuple], list[tuple]]:
         """Per copy of the plan: its source as a numpy array sharing its memory (CPU managers only), and for
@@ -298,11 +302,14 @@ class ObservationLayout:
         numpy row lookup costs less than that torch index)."""
 
         def numpy_source(copy: _Copy) -> tuple[np.ndarray, np.ndarray | None]:
+            view = self.manager.numpy_view(copy.source)
+            if view is None:
+                raise TypeError(f"numpy cannot view a {copy.source.dtype} buffer")
             if copy.history is None:
-                return copy.source.numpy(), None
+                return view, None
             depth = copy.history.depth
             newest_first = (np.arange(depth)[:, None] - np.arange(copy.history_length)[None, :]) % depth
-            return copy.source.numpy(), newest_first
+            return view, newest_first
 
         policy, critic = self._plan
         return [numpy_source(copy) for copy in policy], [numpy_source(copy) for copy in critic]

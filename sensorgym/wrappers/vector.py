@@ -319,6 +319,7 @@ class SensorObservation(VectorWrapper, gym.utils.RecordConstructorArgs):
 
         new = object.__new__(type(self))
         memo[id(self)] = new
+        self.manager.exclude_views(memo)  # the layout's views of the manager's buffers are not copied
         with picklable_env_fns(self.env):
             new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new

@@ -142,3 +142,46 @@ def test_a_copied_wrapper_continues_like_the_original():
         obs, obs_clone = env.step(a)[0], clone.step(a)[0]
         for key in ("policy", "critic"):
             np.testing.assert_array_equal(obs[key], obs_clone[key], err_msg=f"step {t}: {key}")
+
+
+def test_a_copy_binds_its_own_memory():
+    """Every array a copied numpy-executor manager runs on views the copy's own tensors: its bindings hold
+    views made after the copy, none sharing memory with the original's buffers."""
+    mgr = build("numpy")
+    mgr.reset(state(0))
+    for t in range(1, 4):
+        mgr.step(state(t))
+    original_views = [v for s in mgr._stores.values() for v in s.binding.views()]
+    assert original_views
+    clone = copy.deepcopy(mgr)
+    clone.step(state(4))
+    copied_views = [v for s in clone._stores.values() for v in s.binding.views()]
+    assert copied_views
+    for v in copied_views:
+        assert not any(np.shares_memory(v, o) for o in original_views)
+    for storage in clone._stores.values():  # what the stages and the kernel read: the copy's tensors
+        for ring in (storage.timeline, storage.gt_ring, storage.m_ring, storage.hist):
+            if ring is not None:
+                for k in range(ring.depth):
+                    assert np.shares_memory(ring.array_at(k), ring.at(k).numpy())
+
+
+def test_a_copied_single_env_wrapper_continues_like_the_original():
+    """A copy of the single-env wrapper: its layout may be copied before its manager, and must make its
+    numpy sources again from the copy's buffers."""
+    from sensorgym.wrappers import SingleEnvSensorObservation
+
+    env = SingleEnvSensorObservation(
+        gym.make("Pendulum-v1"),
+        {"angle": sg.StateSensorOptions(key="obs", index=[0, 1], delay=0.1, noise=0.1, history_length=3)},
+        seed=0,
+    )
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).uniform(-2, 2, (40, 1)).astype(np.float32)
+    for a in actions[:10]:
+        env.step(a)
+    clone = copy.deepcopy(env)
+    for t, a in enumerate(actions[10:]):
+        obs, obs_clone = env.step(a)[0], clone.step(a)[0]
+        for key in ("policy", "critic"):
+            np.testing.assert_array_equal(obs[key], obs_clone[key], err_msg=f"step {t}: {key}")

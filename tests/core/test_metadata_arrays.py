@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 import sensorgym as sg
-from sensorgym.core.metadata import _MAX_VIEWS
+from sensorgym.core.xp import MAX_VIEWS
 
 
 def metadata(executor: str):
@@ -43,8 +43,8 @@ def test_array_follows_the_executor():
 def test_the_view_cache_stays_bounded_when_a_hook_passes_new_tensors():
     md = metadata("numpy")
     kept = []
-    for _ in range(3 * _MAX_VIEWS):
+    for _ in range(3 * MAX_VIEWS):
         t = torch.zeros(1)
         kept.append(t)  # alive: ids are not recycled, the cache would otherwise grow with them
         assert md.numpy_view(t) is not None
-    assert len(md._numpy_views) <= _MAX_VIEWS
+    assert len(md.binding._views) <= MAX_VIEWS

@@ -125,7 +125,7 @@ def test_any_real_number_type_is_accepted(number) -> None:
     s = mgr.add_sensor(opts)
     mgr.reset({"x": torch.zeros(2, 1)})
     assert s.read(history_length=np.int64(1)).shape == (2, 1, 1)
-    envs = gym.make_vec("Pendulum-v1", num_envs=2, vectorization_mode="sync")
+    envs = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")  # no dt of its own
     wrapped = SensorObservation(envs, {"a": sg.StateSensorOptions(key="obs")}, dt=number)
     assert wrapped.dt == pytest.approx(0.02)
 

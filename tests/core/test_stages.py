@@ -103,9 +103,9 @@ def test_kernel_order_random_walk_noise_bias_resolution():
 
 @pytest.mark.parametrize("padding", ["reset", "zero"])
 def test_numpy_padding_writes_only_the_reset_rows_with_or_without_their_indices(padding):
-    """The numpy executor's padding stage pads the rows of ``ctx.reset_index``; a context made without
-    the indices (built by hand) takes the masked torch route: either way only the masked rows change, and
-    both give the torch executor's values."""
+    """The padding stage is one definition on the executor's ``pad_rows``: on numpy it pads the rows of
+    ``ctx.reset_index`` (or of the mask, for a context made without the indices); either way only the
+    masked rows change, and both give the torch executor's values."""
     managers = {}
     for executor in ("torch", "numpy"):
         m = sg.SensorManager(num_envs=3, dt=0.1, seed=0, executor=executor)
@@ -117,16 +117,17 @@ def test_numpy_padding_writes_only_the_reset_rows_with_or_without_their_indices(
             m.step({"x": torch.full((3, 2), t + 1.0)})
         managers[executor] = m
     mask = torch.tensor([True, False, True])
-    stage = next(s for s in managers["numpy"].storage(sg.StateSensor).reset_stages if hasattr(s, "stage"))
-    torch_stage = next(
-        s for s in managers["torch"].storage(sg.StateSensor).reset_stages if type(s) is PadRing
+    stage, torch_stage = (
+        next(s for s in managers[e].storage(sg.StateSensor).reset_stages if type(s) is PadRing)
+        for e in ("numpy", "torch")
     )
+    assert stage.xp.name == "numpy" and torch_stage.xp.name == "torch"
     torch_stage(CaptureContext(mask, None, True))
     expected = torch_stage.ring.buffer.clone()
     for index in (np.flatnonzero(mask.numpy()), None):
-        before = stage.stage.ring.buffer.clone()
+        before = stage.ring.buffer.clone()
         stage(CaptureContext(mask, None, True, reset_index=index))
-        after = stage.stage.ring.buffer
+        after = stage.ring.buffer
         assert torch.equal(after[:, 1], before[:, 1])  # the row not reset is untouched
         assert torch.equal(after, expected)
-        stage.stage.ring.buffer.copy_(before)
+        stage.ring.buffer.copy_(before)

@@ -48,12 +48,12 @@ def test_one_plan_both_executors_same_bits():
     assert [(c.sensors, c.history_length) for c in policy_copies] == [(2, 3), (1, 0)]
     assert len(critic_copies) == 2
     assert layout.numpy_packable()
-    for copies, sources in zip(layout._plan, layout._numpy_sources, strict=True):
+    for copies, sources in zip(layout._plan, layout._sources(), strict=True):
         for copy, (source, _) in zip(
             copies, sources, strict=True
         ):  # the numpy executor views the same sources
             assert np.shares_memory(copy.source.numpy(), source)
-    history_copy, newest_first = policy_copies[0], layout._numpy_sources[0][0][1]
+    history_copy, newest_first = policy_copies[0], layout._sources()[0][0][1]
     g = torch.Generator().manual_seed(0)
     for t in range(8):
         state = {"x": torch.randn(3, 2, generator=g)}

@@ -1149,10 +1149,7 @@ class IMUSensor(MujocoSensor):
             return
         gt, measured = gt_timeline.at(0), measured_timeline.at(0)
         cls._update_raw_data(state, md, gt)  # the nominal mount: ground truth
-        if md.executor == "numpy":
-            np.copyto(measured_timeline.numpy_at(0), gt_timeline.numpy_at(0))
-        else:
-            measured.copy_(gt)
+        md.xp.copy(md.array(measured), md.array(gt))  # one definition, either executor
         mount.apply(state, md, measured)  # each env's drawn mount: the measured branch
         cls._apply_physics_imperfections(md, measured, measured_timeline)
 
