@@ -23,7 +23,6 @@ import gymnasium as gym
 import numpy as np
 
 import sensorgym as sg
-from sensorgym.core.imperfections import apply_default_hardware_imperfections
 from sensorgym.core.metadata import STEP
 from sensorgym.wrappers import SensorObservation, common
 from sensorgym.wrappers.state_mapping import build_state
@@ -111,7 +110,7 @@ def main() -> None:
         ),
         (
             "        hardware imperfections",  # what the default hook runs (with the folded raw copy)
-            best_us(lambda: apply_default_hardware_imperfections(md, storage.working)),
+            best_us(lambda: md.imperfections(storage.working, None)),
         ),
     ]
     for stage, name in zip(storage.step_stages, storage.stage_names(), strict=True):

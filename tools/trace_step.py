@@ -7,7 +7,10 @@ NEXT_STEP autoreset, one ``StateSensor`` with ``delay=0.05`` (one step), ``noise
 of the package (run it from that checkout), so the before/after numbers come from the same rule.
 
 A hop is a sensorgym function that runs during the traced calls, counted once, in first-call order.
-Functions that only index or check (``--skip``) are listed but not counted.
+Functions that only index or check (``--skip``) are listed but not counted, and neither are the ops of
+the executors' array namespace (``core.xp.TORCH``/``NUMPY``: each one torch or numpy call, the
+instruction set the stages are written in, as a torch or numpy call is not counted) nor the binding's
+view lookups (``core.xp.Binding``). The engine step is what runs inside ``SensorManager.step``.
 
 Usage:
     python tools/trace_step.py            # the hop table and the counts
@@ -27,15 +30,18 @@ import sensorgym as sg
 from sensorgym.wrappers import SensorObservation
 
 SKIP = {
-    "at", "slot", "array_at", "_known_empty", "_same_storage", "_copy_mask", "clean_info", "__init__",
+    "at", "slot", "array_at", "known_empty", "_same_storage", "_copy_mask", "clean_info", "__init__",
     "depth",
     "<genexpr>", "<listcomp>", "<dictcomp>", "<lambda>", "__post_init__", "__getattr__", "__hash__",
 }  # fmt: skip
 PACKAGE = Path(sg.__file__).resolve().parent
+#: qualname prefixes of the executors' primitive ops and view lookups (see the module docstring)
+PRIMITIVES = ("TORCH.", "NUMPY.", "Binding.")
 
 
-def trace(fn) -> list[tuple[str, str]]:
-    """(module, qualname) of every sensorgym function called while ``fn`` runs, in call order."""
+def trace(fn, keep_profiler: list | None = None) -> list[tuple[str, str]]:
+    """(module, qualname) of every sensorgym function called while ``fn`` runs, in call order
+    (``keep_profiler``: a one-item list that receives the profiler, to resume it after a nested trace)."""
     calls: list[tuple[str, str]] = []
 
     def profiler(frame, event, arg):
@@ -46,6 +52,8 @@ def trace(fn) -> list[tuple[str, str]]:
             rel = path.relative_to(PACKAGE.parent).with_suffix("")
             calls.append((".".join(rel.parts), frame.f_code.co_qualname))
 
+    if keep_profiler is not None:
+        keep_profiler[0] = profiler
     sys.setprofile(profiler)
     try:
         fn()
@@ -58,7 +66,11 @@ def report(title: str, calls: list[tuple[str, str]], skip: set[str]) -> tuple[in
     seen: dict[tuple[str, str], int] = {}
     for c in calls:
         seen[c] = seen.get(c, 0) + 1
-    hops = [(m, q) for (m, q) in seen if q.split(".")[-1] not in skip]
+    hops = [
+        (m, q)
+        for (m, q) in seen
+        if q.split(".")[-1] not in skip and not (m == "sensorgym.core.xp" and q.startswith(PRIMITIVES))
+    ]
     modules = {m for m, _ in hops}
     print(
         f"\n## {title}: {len(hops)} hops across {len(modules)} modules "
@@ -88,11 +100,21 @@ def main() -> None:
         envs.step(actions)
     sensor = envs.sensors["angle"] if hasattr(envs, "sensors") else envs.manager.sensors[0]
     manager = envs.manager
-    step = trace(lambda: envs.step(actions))
+    engine: list[tuple[str, str]] = []
+    inner_step = manager.step
+
+    def traced_manager_step(*args, **kwargs):  # what runs inside SensorManager.step, while the wrapper steps
+        sys.setprofile(None)
+        engine.extend(trace(lambda: inner_step(*args, **kwargs)))
+        sys.setprofile(profiler_of_step[0])
+
+    profiler_of_step: list = [None]
+    manager.step = traced_manager_step
+    step = trace(lambda: envs.step(actions), profiler_of_step)
+    del manager.step
     read = trace(lambda: sensor.read(history_length=2))
-    engine = [c for c in step if not c[0].startswith("sensorgym.wrappers")]
     skip = set(args.skip)
-    w = report("wrapper step", step, skip)
+    w = report("wrapper step", step + engine, skip)
     r = report("read(history_length=2)", read, skip)
     e = report("engine step (SensorManager.step and below)", engine, skip)
     print(

@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HardwareImperfections",
-    "apply_default_hardware_imperfections",
     "hardware_imperfections",
     "imperfection_kernel",
     "quantize_",
@@ -241,7 +240,7 @@ class HardwareImperfections:
 
     def fold_raw_copy(self, source: torch.Tensor | None) -> None:
         """Read the raw value from ``source`` (the class's GT slot) in
-        :func:`apply_default_hardware_imperfections` instead of a copy in the working buffer: the hook then
+        :meth:`__call__` instead of a copy in the working buffer: the default hooks then
         skips that copy (one pass less per step)."""
         self.raw_source = source
         self.plan()
@@ -269,6 +268,7 @@ class HardwareImperfections:
         """Bind the kernel's arguments: an absent imperfection is None (skipped)."""
         p, m, array = self.params, self.model, self.binding.array
         self.bound_source = array(self.raw_source)
+        self._data: tuple[Any, Any] = (None, None)  # the hook's working buffer and its array (__call__)
         self.model_args: tuple = (None, None, None)
         self._due = ()
         if not p.has_component_params:  # nothing to apply (e.g. an integer intermediate dtype)
@@ -318,34 +318,20 @@ class HardwareImperfections:
             if m.follows_due:  # update = active and due, per column, every step (see __call__)
                 self._due = tuple(map(array, (m.sampler.due, m.col_to_sensor, m.update, m.active)))
 
-    def __call__(
-        self, data: torch.Tensor, reset_mask: torch.Tensor | None, source: torch.Tensor | None = None
-    ) -> None:
+    def __call__(self, data: torch.Tensor, reset_mask: torch.Tensor | None) -> None:
         """Apply them to ``data`` ``(B, cols)`` in place (``reset_mask``: the envs this capture resets);
-        with ``source`` (only ever :attr:`raw_source`), ``data`` is first set from ``source``."""
-        array = self.binding.array  # the hook passes the same working buffer every step: a view made once
+        where the default hooks folded the copy of the raw value into this call (:meth:`fold_raw_copy`),
+        ``data`` is first set from the GT slot (the same numbers)."""
+        array = self._data[1] if data is self._data[0] else self._bind_data(data)
         rows = None
         if reset_mask is not None and self.uses_rows:
             rows = reset_mask if self.binding.xp is TORCH else reset_mask.numpy()  # a capture's own mask
         if self._due:  # the filter advances where a sample is due
             ErrorModel.update_mask(self.binding.xp, *self._due)
-        self.kernel(
-            array(data), *self.walk_args, rows, *self.other_args,
-            None if source is None else self.bound_source, *self.model_args,
-        )  # fmt: skip
+        self.kernel(array, *self.walk_args, rows, *self.other_args, self.bound_source, *self.model_args)
 
-
-class ImperfectionsOwner(Protocol):
-    """What the default hook reads of the class metadata (:class:`~sensorgym.core.metadata.SensorMetadata`):
-    its bound imperfections and the step's capture context."""
-
-    imperfections: HardwareImperfections
-    context: Any
-
-
-def apply_default_hardware_imperfections(md: ImperfectionsOwner, data: torch.Tensor) -> None:
-    """Random walk, noise, bias and resolution on ``data`` ``(B, icols)`` in place (what
-    ``SimpleSensor._apply_hardware_imperfections`` does by default). When the default hooks folded the
-    copy of the raw value into this call, ``data`` is written from the GT slot (the same numbers)."""
-    imperfections = md.imperfections
-    imperfections(data, md.context.reset_mask, imperfections.raw_source)
+    def _bind_data(self, data: torch.Tensor) -> Any:
+        """``data`` as an array of the executor; the hook passes the same working buffer every step, so
+        the last one is kept with its array."""
+        self._data = (data, self.binding.array(data))
+        return self._data[1]

@@ -223,8 +223,7 @@ class SensorManager(ManagerPersistence):
                 )
                 rfields = normalize_format(s._get_return_format(), f"{cls.__name__}._get_return_format")
                 i_width, r_width = sum(math.prod(f) for f in ifields), sum(math.prod(f) for f in rfields)
-                s.index = j
-                s.cache_slice, s.return_slice = slice(icol, icol + i_width), slice(rcol, rcol + r_width)
+                s._place(j, slice(icol, icol + i_width), slice(rcol, rcol + r_width))
                 icol, rcol = icol + i_width, rcol + r_width
             intermediate_dtype, return_dtype = cls._get_intermediate_dtype(), cls._get_cache_dtype()
             for what, dt in (
@@ -262,8 +261,7 @@ class SensorManager(ManagerPersistence):
                 )  # fmt: skip
                 cls._init_metadata(storage.md)
                 for s in by_class[cls]:
-                    s._storage = storage
-                    s._fields = s.fields  # formats are final once built: reads split by this
+                    s._attach(storage)
                 self._stores[cls] = storage
                 start += width
         # keep the class order of first appearance

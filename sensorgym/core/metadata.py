@@ -117,6 +117,15 @@ class SensorMetadata:
         self._raw_stages = (tuple(raw_step_stages), tuple(raw_reset_stages))
         #: the class's executor, bound to its buffers (:class:`~sensorgym.core.xp.Binding`)
         self.binding = binding if binding is not None else imperfections.binding
+        #: ``array(t)``: ``t`` as an array of :attr:`xp`, the tensor itself (torch executor) or a numpy view
+        #: of its memory (numpy executor), made once per tensor (:meth:`Binding.array
+        #: <sensorgym.core.xp.Binding.array>`)
+        self.array = self.binding.array
+        #: ``numpy_view(t)``: a numpy array sharing the memory of the CPU tensor ``t`` whatever the executor
+        #: (None where numpy cannot view it: a device tensor, a dtype numpy lacks), made once per tensor:
+        #: hooks receive the same few ring slots every step, and ``Tensor.numpy()`` with its checks costs
+        #: more than the numpy op it enables (:meth:`Binding.numpy <sensorgym.core.xp.Binding.numpy>`)
+        self.numpy_view = self.binding.numpy
 
     # -- the capture context ---------------------------------------------------------------------------
     reset_mask = _read("context", "reset_mask", "``(B,)`` bool: envs whose episode starts now, or None.")
@@ -135,18 +144,6 @@ class SensorMetadata:
         :data:`~sensorgym.core.xp.NUMPY`): a hook written against it, on arrays from :meth:`array`, runs
         on either executor with the same bits."""
         return self.binding.xp
-
-    def array(self, t: torch.Tensor) -> Any:
-        """``t`` as an array of :attr:`xp`: the tensor itself (torch executor), or a numpy view of its
-        memory (numpy executor, see :meth:`numpy_view`)."""
-        return self.binding.array(t)
-
-    def numpy_view(self, t: torch.Tensor) -> Any:
-        """A numpy array sharing the memory of the CPU tensor ``t`` (None when numpy cannot view it: a
-        device tensor or a dtype numpy lacks), whatever the executor, made once per tensor object: hooks
-        receive the same few ring slots every step, and ``Tensor.numpy()`` with its checks costs more than
-        the numpy op it enables."""
-        return self.binding.numpy(t)
 
     def finish_raw_capture(self, gt_timeline: Ring, measured_timeline: Ring) -> None:
         """Apply the non-finite policy and, for envs being reset, fill the older timeline slots with the

@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from .imperfections import apply_default_hardware_imperfections
 from .options import SensorOptions, SimpleSensorOptions
 
 if TYPE_CHECKING:
@@ -201,6 +200,17 @@ class Sensor(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+    def _place(self, index: int, cache_slice: slice, return_slice: slice) -> None:
+        """At build: this sensor's position among its class's instances and its intermediate and return
+        columns within the class (the manager lays the class out; the sensor records where it is)."""
+        self.index, self.cache_slice, self.return_slice = index, cache_slice, return_slice
+
+    def _attach(self, storage: Any) -> None:
+        """At build: the storage of this sensor's class (what reads and setters go to); the formats are
+        final from here on, so reads split the columns by the field shapes fixed now."""
+        self._storage = storage
+        self._fields = self.fields
 
     # -- shape and dtype accessors ---------------------------------------------------------------------
     @abstractmethod
@@ -441,8 +451,9 @@ class SimpleSensor(Sensor):
 
     @classmethod
     def _apply_hardware_imperfections(cls, md, data: torch.Tensor) -> None:
-        """Random walk, noise, bias, resolution on the working buffer (never the timeline ring)."""
-        apply_default_hardware_imperfections(md, data)
+        """Scale factor, drift, noise (through the sensor's filter), bias, resolution on the working
+        buffer (never the timeline ring): the class's bound kernel (``md.imperfections``)."""
+        md.imperfections(data, md.context.reset_mask)
 
     # -- per-env setters for the hardware imperfections ------------------------------------------------
     def set_noise(self, value: Any, envs_idx: Any = None) -> None:

@@ -121,27 +121,49 @@ def _runs(sensors: list) -> list[tuple[str, slice, list]]:
     return plan
 
 
-def _merged_selection(md: Any, cols: slice, sensors: list, x: Any) -> Any:
-    """``x[:, concatenated indices]`` (a tensor or a numpy array) for a run whose sensors all select from
-    a 2-D entry, else None."""
-    if len(sensors) < 2 or x.ndim != 2 or any(s.options.index is None for s in sensors):
-        return None
-    n = x.shape[1]
+def _selections(md: Any, cols: slice, sensors: list, x: Any) -> list[tuple[slice, Any]]:
+    """The raw columns of a run of sensors reading the entry ``x`` (a tensor or a numpy array), each with
+    its ``(B, c)`` source: one for the run when every sensor selects from a 2-D entry (the concatenated
+    indices), else one per sensor (its ``index``, or the whole entry). The selections are decided once per
+    run, entry shape and device (a slice for a contiguous ascending range: a view)."""
     device = x.device if torch.is_tensor(x) else None  # None: a numpy array
-    # one selection per run (its raw columns identify it): two runs may read the same entry
-    selections = md.constants.setdefault("state_selections", {})
-    cache_key = (cols.start, n, device)
-    sel = selections.get(cache_key)
-    if sel is None:
-        idx = [i % n for s in sensors for i in s.options.index]
-        if idx == list(range(idx[0], idx[0] + len(idx))):
-            sel = slice(idx[0], idx[0] + len(idx))  # a contiguous range: a view
-        elif device is None:
-            sel = np.asarray(idx, dtype=np.int64)
+    plans = md.constants.setdefault("state_selections", {})
+    key = (cols.start, x.shape, device)  # two runs may read one entry: their columns tell them apart
+    plan = plans.get(key)
+    if plan is None:
+        plan = plans[key] = _selection_plan(cols, sensors, x.ndim, x.shape, device)
+    b = x.shape[0]
+    if x.ndim == 1:
+        x = x[:, None]
+    out = []
+    for columns, pick in plan:
+        if pick is None:
+            y = x
+        elif isinstance(pick, slice) or device is None:
+            y = x[..., pick]
         else:
-            sel = torch.tensor(idx, dtype=torch.long, device=device)
-        selections[cache_key] = sel
-    return x[:, sel] if isinstance(sel, slice) or device is None else x.index_select(1, sel)
+            y = x.index_select(-1, pick)
+        out.append((columns, y.reshape(b, -1)))
+    return out
+
+
+def _selection_plan(cols: slice, sensors: list, ndim: int, shape: tuple, device: Any) -> list[tuple]:
+    """``[(raw columns, pick)]`` of :func:`_selections` (``pick``: None, a slice, or index array/tensor)."""
+    n = shape[-1] if ndim > 1 else 1
+
+    def pick(index: list[int]) -> Any:
+        idx = [i % n for i in index]
+        if idx == list(range(idx[0], idx[0] + len(idx))):
+            return slice(idx[0], idx[0] + len(idx))
+        if device is None:
+            return np.asarray(idx, dtype=np.int64)
+        return torch.tensor(idx, dtype=torch.long, device=device)
+
+    if len(sensors) >= 2 and ndim == 2 and all(s.options.index is not None for s in sensors):
+        return [(cols, pick([i for s in sensors for i in s.options.index]))]
+    return [
+        (s.cache_slice, None if s.options.index is None else pick(list(s.options.index))) for s in sensors
+    ]
 
 
 def _as_tensor(x: np.ndarray, raw: torch.Tensor) -> torch.Tensor:
@@ -207,7 +229,6 @@ class StateSensor(SimpleSensor):
                 "reset(state) with that key present."
             )
         self._width = math.prod(self._shape)
-        self._selection: tuple | None = None  # (entry width, device, slice or index tensor)
 
     def _get_return_format(self) -> tuple[int, ...]:
         return self._shape
@@ -252,7 +273,6 @@ class StateSensor(SimpleSensor):
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         """One definition for numpy and torch entries: every run of sensors is selected from its entry
         (numpy arrays stay numpy, torch tensors stay torch) and written into its raw columns."""
-        b = md.num_envs
         plan = md.constants["state_plan"]
         # numpy entries into a CPU buffer are written through a numpy view of it: a numpy assignment
         # (which casts like copy_) costs a fraction of a torch op's dispatch
@@ -270,13 +290,7 @@ class StateSensor(SimpleSensor):
                 else:
                     x = src if torch.is_tensor(src) else _as_tensor(np.asarray(src), raw)
                 entries[key] = x
-            merged = _merged_selection(md, cols, sensors, x)
-            if merged is not None:  # one source for every sensor of the run
-                parts.append((cols, merged))
-                continue
-            for s in sensors:
-                y = x if s.options.index is None else s._select(x[:, None] if x.ndim == 1 else x)
-                parts.append((s.cache_slice, y.reshape(b, -1)))
+            parts += _selections(md, cols, sensors, x)
         if (
             not numpy_route
             and len(parts) > 1
@@ -292,24 +306,3 @@ class StateSensor(SimpleSensor):
                 target[:, cols] = x
             else:
                 raw[:, cols].copy_(x)
-
-    def _select(self, t: torch.Tensor) -> torch.Tensor:
-        """``t[..., index]`` (a tensor or a numpy array): a view when the index is a contiguous ascending
-        range."""
-        n = t.shape[-1]
-        device = t.device if torch.is_tensor(t) else None  # None: a numpy array
-        sel = self._selection
-        if sel is None or sel[0] != n or sel[1] != device:  # decided once per entry width and device
-            idx = self.options.index
-            first = idx[0] % n
-            if all((i % n) == first + k for k, i in enumerate(idx)):
-                pick: slice | torch.Tensor | np.ndarray = slice(first, first + len(idx))
-            elif device is None:
-                pick = np.asarray([i % n for i in idx], dtype=np.int64)
-            else:
-                pick = torch.tensor([i % n for i in idx], dtype=torch.long, device=device)
-            sel = self._selection = (n, device, pick)
-        pick = sel[2]
-        if isinstance(pick, slice):
-            return t[..., pick]
-        return t[..., pick] if device is None else t.index_select(-1, pick)
