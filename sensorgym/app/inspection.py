@@ -25,7 +25,15 @@ from typing import Any
 import numpy as np
 
 from .config import Config
-from .inspect_error_model import error_model_checks, error_model_rows, loss_runs, regress_filter
+from .inspect_error_model import (
+    error_model_checks,
+    error_model_rows,
+    loss_fraction_ok,
+    loss_runs,
+    model_terms,
+    regress_filter,
+)
+from .inspect_fits import fit_reading, offset_errors
 
 __all__ = [
     "InspectResult",
@@ -220,12 +228,20 @@ def _quantization(values: np.ndarray) -> float:
 
 
 def estimate_channel(
-    gt: np.ndarray, measured: np.ndarray, max_lag: int = 20, episode_step: np.ndarray | None = None
+    gt: np.ndarray,
+    measured: np.ndarray,
+    max_lag: int = 20,
+    episode_step: np.ndarray | None = None,
+    *,
+    scale: bool = False,
+    lowpass: bool = False,
 ) -> dict[str, Any]:
     """Delay (steps), bias, noise std, drift at the end and quantization step of one channel,
     estimated from its ground-truth and measured traces only; ``filter``: the consecutive residuals'
     regression (:func:`~sensorgym.app.inspect_error_model.regress_filter`), within episodes when
-    ``episode_step`` is given."""
+    ``episode_step`` is given. ``scale``/``lowpass`` (a scale factor, a filter configured): the noise, bias
+    and drift are measured against the ground truth through the fitted scale and filter
+    (:func:`~sensorgym.app.inspect_fits.fit_reading`), ``scale`` holds the scale factor's fit."""
     gt, measured = np.asarray(gt, float), np.asarray(measured, float)
     n = len(gt)
     max_lag = max(0, min(max_lag, n // 3))
@@ -234,7 +250,20 @@ def estimate_channel(
     else:
         scores = [np.var(measured[k:] - gt[: n - k]) for k in range(max_lag + 1)]
         best = int(np.argmin(scores))
-    resid = measured[best:] - gt[: n - best]
+    z, x = measured[best:], gt[: n - best]
+    # the reading at t + best shows step t's sample: a pair (t - 1, t) lies in one episode when that
+    # episode started at t - 1 or before
+    pairs = np.ones(max(len(z) - 1, 0), bool)
+    if episode_step is not None:
+        pairs = np.asarray(episode_step)[best + 1 : n] >= best + 1
+    fit = regress_filter(z, x, pairs, np.ones(pairs.size, int), gain=scale)
+    model = None
+    if scale or lowpass:
+        steps = np.asarray(episode_step)[: n - best] if episode_step is not None else None
+        model = fit_reading(z, x, np.arange(len(x)), fit, episode_step=steps, scale=scale, lowpass=lowpass)
+        resid = z - model["references"][0]
+    else:
+        resid = z - x
     window = max(3, len(resid) // 4)
     # medians and the MAD: robust to the few samples around an episode boundary, where the delayed
     # reading still shows the padding while the ground truth has jumped
@@ -247,14 +276,8 @@ def estimate_channel(
         noise = 0.0
     # standard errors: the MAD of (correlated) differences, and the medians of two windows
     noise_se = noise * 1.65 / math.sqrt(max(1, len(resid) - 1))
-    bias_se = 1.2533 * noise / math.sqrt(window)
-    # the reading at t + best shows step t's sample: a pair (t - 1, t) lies in one episode when that
-    # episode started at t - 1 or before
-    pairs = np.ones(max(len(resid) - 1, 0), bool)
-    if episode_step is not None:
-        pairs = np.asarray(episode_step)[best + 1 : n] >= best + 1
     return {
-        "filter": regress_filter(measured[best:], gt[: n - best], pairs, np.ones(pairs.size, int)),
+        "filter": fit,
         "delay_steps": best,
         "bias": bias,
         "noise_std": noise,
@@ -262,8 +285,7 @@ def estimate_channel(
         "quantization": _quantization(measured),
         "samples": len(resid),
         "noise_se": float(noise_se),
-        "bias_se": float(bias_se),
-        "drift_se": float(math.sqrt(2.0) * bias_se),
+        **offset_errors(noise, window, z, model, scale, lowpass),
     }
 
 
@@ -280,7 +302,14 @@ def episode_steps(resets: np.ndarray) -> np.ndarray:
 
 
 def estimate_sampled(
-    gt: np.ndarray, measured: np.ndarray, age_steps: np.ndarray, episode_step: np.ndarray
+    gt: np.ndarray,
+    measured: np.ndarray,
+    age_steps: np.ndarray,
+    episode_step: np.ndarray,
+    *,
+    scale: bool = False,
+    lowpass: bool = False,
+    due: np.ndarray | None = None,
 ) -> dict[str, float]:
     """:func:`estimate_channel` for a sensor with its own rate or lost samples (``update_period``,
     ``dropout``), plus its sample interval and the fraction of due samples lost.
@@ -294,7 +323,8 @@ def estimate_sampled(
     times their median (a lost sample makes a gap of two intervals or more); ``dropout`` is the share of
     due samples that were lost (``round(gap / interval) - 1`` per gap), over ``due`` due samples (the gap
     after an episode's reset sample is left out of both: where the next sample falls depends on the
-    episode's phase).
+    episode's phase). ``scale``/``lowpass`` as :func:`estimate_channel`; the fitted filter advances at the
+    ``due`` steps (per step, as the sampler decided; default: the steps a sample was taken at).
 
     Example:
         >>> gt = np.arange(12.0)
@@ -313,9 +343,27 @@ def estimate_sampled(
     new = valid.copy()
     new[1:] &= ~(valid[:-1] & (src[1:] == src[:-1]))  # the first step that shows each sample
     idx = np.flatnonzero(new)
-    resid = measured[idx] - gt[src[idx]]
     episode = np.cumsum(episode_step == 0)[idx]
     same = episode[1:] == episode[:-1]  # consecutive samples of one episode
+    fit = regress_filter(measured[idx], gt[src[idx]], same, np.diff(src[idx]), gain=scale)
+    model = None
+    if scale or lowpass:
+        advance = np.zeros(len(gt), bool) if due is None else np.asarray(due, bool)
+        if due is None:
+            advance[src[idx]] = True
+        model = fit_reading(
+            measured[idx],
+            gt,
+            src[idx],
+            fit,
+            episode_step=episode_step,
+            due=advance,
+            scale=scale,
+            lowpass=lowpass,
+        )
+        resid = measured[idx] - model["references"][0]
+    else:
+        resid = measured[idx] - gt[src[idx]]
     d = np.diff(resid)[same]
     noise = float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2)) if d.size else 0.0
     window = max(3, len(resid) // 4)
@@ -334,9 +382,8 @@ def estimate_sampled(
     else:
         period, lost, n_due, due = float("nan"), 0, 0, np.zeros(0, int)
     n = len(resid)
-    bias_se = 1.2533 * noise / math.sqrt(window)
     return {
-        "filter": regress_filter(measured[idx], gt[src[idx]], same, np.diff(src[idx])),
+        "filter": fit,
         "runs": loss_runs(due),
         "delay_steps": int(k[valid].min()) if valid.any() else 0,
         "bias": bias,
@@ -345,8 +392,7 @@ def estimate_sampled(
         "quantization": _quantization(measured[idx]),
         "samples": n,
         "noise_se": float(noise * 1.65 / math.sqrt(max(1, d.size))),
-        "bias_se": float(bias_se),
-        "drift_se": float(math.sqrt(2.0) * bias_se),
+        **offset_errors(noise, window, measured[idx], model, scale, lowpass),
         "period_steps": period,
         "dropout": lost / n_due if n_due else 0.0,
         "due": n_due,
@@ -597,7 +643,7 @@ def compare_channel(
     p_hi = period.bounds[1] if hasattr(period, "bounds") else float(period or 0.0)
     d_hi = dropout.bounds[1] if hasattr(dropout, "bounds") else float(dropout or 0.0)
     if sampled:
-        _sampler_rows(rows, notes, period, dropout, est, dt, z)
+        _sampler_rows(rows, notes, period, dropout, getattr(options, "dropout_burst", None), est, dt, z)
     elif p_hi > dt or d_hi > 0:
         notes.append(
             "the sampler holds each sample until the next one (update_period, dropout): the reading lags the "
@@ -620,11 +666,15 @@ def _sampler_rows(
     notes: list[str],
     period: Any,
     dropout: Any,
+    burst: Any,
     est: dict[str, Any],
     dt: float,
     z: float,
 ) -> None:
-    """The update period and dropout rows of a sensor with its own rate or lost samples."""
+    """The update period and dropout rows of a sensor with its own rate or lost samples; the dropout's
+    verdict tests the loss count against its law under the configured value: binomial, or with ``burst``
+    (``dropout_burst``) that of bursty losses
+    (:func:`~sensorgym.app.inspect_error_model.loss_fraction_ok`)."""
     est_p, due, est_d = float(est["period_steps"]), int(est["due"]), float(est["dropout"])
     got_p = f"{est_p:.3g} steps" if math.isfinite(est_p) else "no 2 samples"
     t = _number(period)
@@ -640,8 +690,8 @@ def _sampler_rows(
     if p is None:
         rows["dropout"] = ("randomized", got_d, "this episode's value")
     else:
-        se = math.sqrt(p * (1 - p) / due) if due else 0.0  # binomial, under the configured value
-        ok = not due or abs(est_d - p) <= z * se + 1.0 / due  # + one sample: the count is whole
+        # the count's own law under the configured value: binomial, or of bursts (dropout_burst)
+        ok = loss_fraction_ok(round(est_d * due), due, p, z, burst, est.get("runs"))
         rows["dropout"] = (_g(p), got_d, "ok" if ok else "differs")
     notes.append(
         "the sensor holds each sample until the next one (update_period, dropout): its readings are compared "
@@ -911,7 +961,7 @@ def run_inspect(
 
     The verdicts share one threshold, :func:`verdict_z` of the number of statistical checks in the table
     (noise, bias and drift per channel, dropout per sampled channel, and each configured noise density,
-    bandwidth and mean burst), so that a correct config shows
+    bandwidth, scale factor and mean burst), so that a correct config shows
     "differs" anywhere in the table with a chance of about 5%."""
     rec = _record(cfg, steps, seed=seed, model=model)
     times, names, gt, measured, sampled = rec.times, rec.names, rec.gt, rec.measured, rec.sampling
@@ -926,11 +976,15 @@ def run_inspect(
     z = verdict_z(checks)
     summary = []
     for c, (name, sensor, component) in enumerate(parts):
+        # a configured scale factor or filter: the noise, bias and drift against the GT through their fit
+        terms = model_terms(cfg.sensors[sensor], component) if sensor in cfg.sensors else {}
         if sensor in sampled and dt > 0:  # held readings: compare each sample with the GT of its step
             age = np.round(sampled[sensor]["age"] / dt).astype(int)
-            row = estimate_sampled(gt[:, c], measured[:, c], age, episode)
+            row = estimate_sampled(
+                gt[:, c], measured[:, c], age, episode, due=sampled[sensor]["due"], **terms
+            )
         else:
-            row = estimate_channel(gt[:, c], measured[:, c], max_lag=max_lag, episode_step=episode)
+            row = estimate_channel(gt[:, c], measured[:, c], max_lag=max_lag, episode_step=episode, **terms)
         entry = {"channel": name, **row}
         if sensor in cfg.sensors:
             entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z))

@@ -66,11 +66,17 @@ def test_the_regression_recovers_the_filter_and_the_density(bandwidth, m):
     assert fit["slope"] == pytest.approx(a**m, abs=4 * fit["slope_se"])
     opts = sg.StateSensorOptions(key="obs", noise_density=density, bandwidth=bandwidth, update_period=ts)
     rows, _ = error_model_rows(opts, 0, {"filter": fit}, dt=m * ts, z=3.0)
-    got_bw, bw_se = (float(v) for v in rows["bandwidth"][1].split()[0:3:2])
     got_n, n_se = (float(v) for v in rows["noise density"][1].split()[0:3:2])
-    # a^m of a 20 Hz filter read every 5 samples is 0.002: the bandwidth is loose there (its own error)
-    assert abs(got_bw - bandwidth) <= max(3 * bw_se, 0.05 * bandwidth) and rows["bandwidth"][2] == "ok"
-    assert bw_se < (0.03 if m == 1 else 0.25) * bandwidth
+    if a**m < 0.01:
+        # a^m of a 20 Hz filter read every 5 samples is 0.002, within 3 standard errors (0.0027) of 0: the
+        # trace cannot tell it from no filter, and gives only a lower bound (below the true 20 Hz); the
+        # noise density then comes through the configured filter (the delta method said 18.4 ± 2.8 Hz)
+        assert rows["bandwidth"][2] == "not identifiable from this trace", rows
+        assert rows["bandwidth"][1].startswith("> ") and float(rows["bandwidth"][1].split()[1]) < bandwidth
+    else:
+        got_bw, bw_se = (float(v) for v in rows["bandwidth"][1].split()[0:3:2])
+        assert abs(got_bw - bandwidth) <= max(3 * bw_se, 0.05 * bandwidth) and rows["bandwidth"][2] == "ok"
+        assert bw_se < 0.03 * bandwidth
     assert abs(got_n - density) <= max(3 * n_se, 0.03 * density) and rows["noise density"][2] == "ok"
     assert n_se < (0.02 if m == 1 else 0.1) * density
 
@@ -109,14 +115,16 @@ def test_the_real_command_estimates_the_configured_error_model(tmp_path):
     rows = {s["channel"]: s["rows"] for s in result.summary}
     for channel in ("angle[0]", "angle[1]"):
         assert {"noise density", "bandwidth"} <= set(rows[channel])
-        assert float(rows[channel]["bandwidth"][1].split()[0]) == pytest.approx(20.0, rel=0.25)
+        # read every 5 own samples, a^m = 0.002: a lower bound below the configured 20 Hz, no verdict
+        bandwidth = rows[channel]["bandwidth"]
+        assert bandwidth[2] == "not identifiable from this trace" and float(bandwidth[1].split()[1]) < 20.0
         assert float(rows[channel]["noise density"][1].split()[0]) == pytest.approx(0.002, rel=0.1)
     gyro = rows["gyro"]
     assert float(gyro["noise density"][1].split()[0]) == pytest.approx(0.05, rel=0.1)
     assert float(gyro["mean burst"][1].split()[0]) == pytest.approx(3.0, rel=0.3)
     assert float(gyro["dropout"][1].split()[0]) == pytest.approx(0.1, rel=0.3)
     verdicts = [v for r in rows.values() for _, _, v in r.values()]
-    assert all(v.startswith("ok") for v in verdicts), rows
+    assert all(v.startswith("ok") or v == "not identifiable from this trace" for v in verdicts), rows
     # the same trace compared with a wrong config: each of the new rows says so
     entry = {s["channel"]: s for s in result.summary}
     cfg = load_config(path)
@@ -124,7 +132,8 @@ def test_the_real_command_estimates_the_configured_error_model(tmp_path):
     gyro = dataclasses.replace(cfg.sensors["gyro"], noise_density=0.1, dropout_burst=8.0)
     bad_angle = compare_channel(angle, 0, entry["angle[0]"], 0.05, z=result.z)["rows"]
     bad_gyro = compare_channel(gyro, 0, entry["gyro"], 0.05, z=result.z)["rows"]
-    assert bad_angle["bandwidth"][2] == "differs (expected 4 Hz)"
+    # a 4 Hz filter would leave a^m = 0.29 between reads: the trace's filter is faster than its bound
+    assert bad_angle["bandwidth"][2].startswith("differs (expected 4 Hz: the trace's filter is faster than")
     assert bad_gyro["mean burst"][2] == "differs (expected 8)"
     assert bad_gyro["noise density"][2] == "differs (expected 0.1)"
 
