@@ -95,72 +95,60 @@ class DelayLine:
         self.ring = Ring(depth, b, cols, cache.dtype, device, clock)
         #: the shift (steps) of every env's and sensor's current read; ``_FAR`` before the first sampled read
         self.prev_shift = torch.full((b, n), _FAR, dtype=torch.long, device=device)
-        self.shift = torch.zeros(b, n, dtype=torch.long, device=device)
         self.fixed_shift = params.fixed_shift
-        self._one = torch.ones((), dtype=torch.long, device=device)
         self.jitter_draw = torch.zeros(2, b, n, dtype=torch.float32, device=device)  # (scale u, offset u)
-        self._jitter_u = self.jitter_draw.unbind(0)
         # what the random source fills: one stream per env is drawn as (2, B), the same numbers in the same
         # order, in the shape a user of one stream (ActionLatency) draws and logs
-        self._draw_target = self.jitter_draw.view(2, b) if n == 1 else self.jitter_draw
-        self._jitter_steps = torch.zeros(b, n, dtype=torch.float32, device=device)
+        self.draw_target = self.jitter_draw.view(2, b) if n == 1 else self.jitter_draw
+        # the buffers read_delayed works on (torch tensors; `arrays` holds them as the executor's arrays)
+        t = self._tables = _Arrays()
+        t.shift, t.prev_shift = torch.zeros(b, n, dtype=torch.long, device=device), self.prev_shift
+        t.one = torch.ones((), dtype=torch.long, device=device)
+        t.jitter_steps_f32, t.jitter_ceil, t.delay_steps = (
+            params.jitter_steps_f32, params.jitter_ceil, params.delay_steps,
+        )  # fmt: skip
+        t.u_scale, t.u_offset = self.jitter_draw.unbind(0)
+        t.jitter_steps = torch.zeros(b, n, dtype=torch.float32, device=device)
         # slot of the snapshot `shift` steps back at clock phase p: (p - shift) % R, looked up in one
         # reversed cycle of 2R slots (its view from R - 1 - p is that phase's table: 2R entries in all, not
         # an R x R table, which at 20,000 steps of delay would take 3.2 GB)
         table = torch.arange(2 * depth - 1, -1, -1, device=device).remainder_(depth)
-        self._equal_widths = len(set(widths)) == 1
-        if self._equal_widths:
+        self.equal_widths = len(set(widths)) == 1
+        if self.equal_widths:
             # the ring read as (R * B * n) rows of w values: one index_select of whole rows (about 2x
             # faster than a gather with an index per element)
             w = widths[0]
             table = table * (b * n)  # -> first row of that slot
-            self._row_base = torch.arange(b * n, device=device).view(b, n)  # env * n + sensor
-            self._slot_index = torch.zeros(b, n, dtype=torch.long, device=device)
-            self._source = self.ring.buffer.view(depth * b * n, w)
-            self._target = cache.view(b * n, w)
+            t.row_base = torch.arange(b * n, device=device).view(b, n)  # env * n + sensor
+            t.slot_index = torch.zeros(b, n, dtype=torch.long, device=device)
+            t.prev_shift_flat, t.slot_index_flat = self.prev_shift.view(-1), t.slot_index.view(-1)
+            t.source, t.target = self.ring.buffer.view(depth * b * n, w), cache.view(b * n, w)
         else:
             per_column = [j for j, w in enumerate(widths) for _ in range(w)]
-            self._column_sensor = torch.tensor(per_column, dtype=torch.long, device=device)
-            self._column_shift = torch.zeros(b, cols, dtype=torch.long, device=device)
-            self._slot_index = torch.zeros(b, cols, dtype=torch.long, device=device)
-            self._gather_index = self._slot_index.unsqueeze(0)
-            self._source = self.ring.buffer
-            self._target = cache.unsqueeze(0)
-        self._slot_table = table
-        # one view per clock phase, made once
-        self._slot_of_shift = tuple(table[depth - 1 - p : 2 * depth - 1 - p] for p in range(depth))
+            t.column_sensor = torch.tensor(per_column, dtype=torch.long, device=device)
+            t.column_shift = torch.zeros(b, cols, dtype=torch.long, device=device)
+            t.slot_index = torch.zeros(b, cols, dtype=torch.long, device=device)
+            t.column_shift_flat, t.slot_index_flat = t.column_shift.view(-1), t.slot_index.view(-1)
+            t.gather_index = t.slot_index.unsqueeze(0)
+            t.source, t.target = self.ring.buffer, cache.unsqueeze(0)
+        self._slot_table = table  # one view per clock phase, made once:
+        t.slot_of_shift = tuple(table[depth - 1 - p : 2 * depth - 1 - p] for p in range(depth))
         self.binding = binding if binding is not None else Binding("torch")
         # the gather of sensors of unequal widths has no numpy form: those sampled reads stay on torch
-        self._read_binding = self.binding if self._equal_widths else Binding("torch")
+        self._read_binding = self.binding if self.equal_widths else Binding("torch")
         self.bind()
 
     def bind(self) -> None:
         """Take the buffers the reads work on as arrays of their executor (at build, and when the class
         plans again: after a setter, a checkpoint, a copy)."""
-        self.xp, self._slots = self.binding.xp, tuple(map(self.binding.array, self.ring.buffer.unbind(0)))
+        self.xp, self.read_xp = self.binding.xp, self._read_binding.xp
+        self._slots = tuple(map(self.binding.array, self.ring.buffer.unbind(0)))  # for the fixed shift
         self._cache = self.binding.array(self.cache)
-        view, p = self._read_binding.array, self.params
-        self.read_xp = self._read_binding.xp
-        a = self.arrays = _Arrays()
-        a.shift, a.prev_shift, a.one = view(self.shift), view(self.prev_shift), view(self._one)
-        a.jitter_steps_f32, a.jitter_ceil, a.delay_steps = (
-            view(p.jitter_steps_f32), view(p.jitter_ceil), view(p.delay_steps),
-        )  # fmt: skip
-        a.u_scale, a.u_offset = (view(u) for u in self._jitter_u)
-        a.jitter_steps = view(self._jitter_steps)
-        a.slot_of_shift = tuple(view(t) for t in self._slot_of_shift)
-        a.slot_index, a.source, a.target = view(self._slot_index), view(self._source), view(self._target)
-        a.equal_widths = self._equal_widths
-        if self._equal_widths:
-            a.prev_shift_flat = view(self.prev_shift.view(-1))
-            a.slot_index_flat = view(self._slot_index.view(-1))
-            a.row_base = view(self._row_base)
-        else:
-            a.column_sensor, a.column_shift = view(self._column_sensor), view(self._column_shift)
-            a.column_shift_flat, a.slot_index_flat = (
-                view(self._column_shift.view(-1)), view(self._slot_index.view(-1)),
-            )  # fmt: skip
-            a.gather_index = view(self._gather_index)
+        view, a = self._read_binding.array, _Arrays()
+        for name, value in vars(self._tables).items():
+            setattr(a, name, tuple(map(view, value)) if isinstance(value, tuple) else view(value))
+        a.equal_widths = self.equal_widths
+        self.arrays = a
 
     # -- the two reads (stages of the class's capture) -----------------------------------------------------
     def hold_fixed_shift(self, ctx: CaptureContext) -> None:
@@ -170,7 +158,7 @@ class DelayLine:
     def sample_delay(self, ctx: CaptureContext) -> None:
         """Stage: draw every env's and sensor's shift (monotone) and gather the snapshots it shows."""
         if self.params.has_jitter:
-            self.random.uniform_(self._draw_target, ctx.rows, 1)
+            self.random.uniform_(self.draw_target, ctx.rows, 1)
         phase = self.clock.t % self.ring.depth
         mask = ctx.reset_mask
         if mask is not None and self.read_xp is NUMPY:

@@ -262,7 +262,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._ring = self._line.ring.buffer.view(depth, b, *shape)  # slot clock % depth: that step's actions
         self._queued_action = self._queued.view(b, *shape)  # the action chosen `shift` steps ago, per env
         self._prev = self._line.prev_shift[:, 0]  # last effective shift
-        self._draw = self._line._draw_target  # (2, B): this step's jitter uniforms
+        self._draw = self._line.draw_target  # (2, B): this step's jitter uniforms
         # per env: D, the effective jitter in steps and its ceiling
         self._delay_steps, self._jitter_steps, self._jitter_ceil = (
             t[:, 0] for t in (self._steps.delay_steps, self._steps.jitter_steps_f32, self._steps.jitter_ceil)
