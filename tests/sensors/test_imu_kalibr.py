@@ -175,12 +175,18 @@ def test_a_keyword_that_contradicts_the_file_is_named(kwargs, match):
     refused(match, **kwargs)
 
 
-def test_a_per_step_keyword_on_a_kalibr_field_is_refused_by_its_exclusivity():
-    refused(r"IMUOptions\.acc_noise_density=0\.002 is invalid: acc_noise=0\.05 and acc_noise_density are",
+def test_a_per_step_keyword_on_a_kalibr_field_is_named_as_contradicting_the_file():
+    """A per-step ``noise``/``random_walk`` keyword on a field the file gives as a density is two units of
+    one error term: the message names the keyword and the file's key (not the density it derived)."""
+    refused(r"the keyword acc_noise=0\.05 \(per step\) contradicts the Kalibr mapping's "
+            r"accelerometer_noise_density: 0\.002 \(per sqrt\(Hz\)\).*Fix: drop acc_noise .*mag_noise",
             acc_noise=0.05)  # fmt: skip
-    refused(r"random_walk=0\.001 and acc_random_walk_density", random_walk=1e-3)
-    refused(r"random_walk=\[0\.0, 0\.0, 0\.0, 0\.001, .*\] and gyro_random_walk_density .*gyro axis x",
+    refused(r"the keyword noise=0\.1 \(per step\) contradicts .*accelerometer_noise_density", noise=0.1)
+    refused(r"the keyword random_walk=0\.001 .* accelerometer_random_walk: 0\.003", random_walk=1e-3)
+    refused(r"the keyword random_walk=\[0\.0, 0\.0, 0\.0, 0\.001, .*\] .*gyroscope_random_walk",
             random_walk=[0.0] * 3 + [1e-3] * 6)  # fmt: skip
+    o = sg.IMUOptions.from_kalibr(NOISE_KEYS, body="b", mag_noise=0.1, random_walk=[0.0] * 6 + [1e-3] * 3)
+    assert o.noise[6:] == (0.1,) * 3 and o.random_walk[6:] == (1e-3,) * 3  # the magnetometer: not in the file
 
 
 def test_bad_sources_and_a_missing_body():

@@ -125,6 +125,10 @@ def test_a_per_field_bias_instability_needs_its_correlation_time():
           gyro_bias_instability=0.1, gyro_bias_correlation_time=[1.0, 0.0, 1.0])  # fmt: skip
     o = sg.IMUOptions(body="b", gyro_bias_instability=0.1, gyro_bias_correlation_time=100.0)
     assert o.bias_correlation_time[3:6] == (100.0,) * 3
+    # a 9-component bias instability with a per-field correlation time names the field left without one
+    fails(r"^IMUOptions\.bias_instability=0\.1 is invalid: .* on acc axis x \(component 0 of 9\), and "
+          r"bias_correlation_time=0\.0 gives none there\. Fix: give acc_bias_correlation_time",
+          bias_instability=0.1, gyro_bias_correlation_time=5.0)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -428,8 +428,8 @@ class IMUOptions(MujocoSensorOptions):
 
         for i, f in enumerate(FIELDS):
             for a, b in (*_EXCLUSIVE, ("bias_instability", "bias_correlation_time")):
-                if getattr(self, f"{f}_{a}") is None and getattr(self, f"{f}_{b}") is None:
-                    continue  # neither per field: the base class checks (and names) the 9-component options
+                if all(getattr(self, f"{g}_{x}") is None for g in FIELDS for x in (a, b)):
+                    continue  # never per field: the base class checks (and names) the 9-component options
                 pairs = zip(_field_part(getattr(self, a), i), _field_part(getattr(self, b), i), strict=True)
                 for axis, (va, vb) in enumerate(pairs):
                     (name_a, given_a), (name_b, given_b) = spelled(f, a), spelled(f, b)
@@ -546,6 +546,25 @@ class IMUOptions(MujocoSensorOptions):
                     f"IMUOptions.from_kalibr: the keyword {name}={kwargs[name]!r} contradicts {where}'s "
                     f"{key}: {table[key]!r} (which gives {name}={value!r}). Fix: drop {name} from the "
                     "keywords, or edit the file."
+                )
+        for per_step, kind in _EXCLUSIVE:  # a per-step spelling of a term the file gives as a density
+            for name in (per_step, *(f"{f}_{per_step}" for f in FIELDS[:2])):
+                if name not in kwargs:
+                    continue
+                value = _as_components(kwargs[name])
+                if name == per_step:  # 9 components: the file describes acc and gyro
+                    parts = {f: _field_part(value, i) for i, f in enumerate(FIELDS[:2])}
+                else:
+                    parts = {name.split("_")[0]: value if isinstance(value, tuple) else (value,)}
+                given = [f for f, part in parts.items() if any(map(_can_be_nonzero, part))]
+                if not given:
+                    continue
+                key = source_of[f"{given[0]}_{kind}"]
+                raise ValueError(
+                    f"IMUOptions.from_kalibr: the keyword {name}={kwargs[name]!r} (per step) contradicts "
+                    f"{where}'s {key}: {table[key]!r} (per sqrt(Hz)); they are two units of one error "
+                    f"term. Fix: drop {name} (the file gives it), or set only mag_{per_step} (the "
+                    "magnetometer, which Kalibr does not describe)."
                 )
         for kind in ("noise_density", "random_walk_density"):  # the 9-component spelling
             if kind not in kwargs:
