@@ -760,17 +760,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0
     args.argv = argv
     prefix = f"sensorgym {args.command}:"
-    from .signals import interrupted_exit_code, sigterm_as_sigint
+    from .signals import interrupted_exit_code, sigterm_as_sigint, stop_requested
 
     try:
         with sigterm_as_sigint():  # SIGTERM (SLURM, timeout, docker stop) stops a command as Ctrl-C does
             try:
-                return args.func(args)
+                code = args.func(args)
             except KeyboardInterrupt:  # outside the commands' own handling (e.g. while loading torch)
                 print(f"{prefix} {_stopped()}.", file=sys.stderr)
-                return interrupted_exit_code()
+                code = interrupted_exit_code()
     except KeyboardInterrupt:  # a second signal during the first one's message
-        return interrupted_exit_code()
+        code = interrupted_exit_code()
     except BrokenPipeError:  # the output went to a pipe that closed early (e.g. `| head`)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python would otherwise complain when flushing at exit
@@ -781,6 +781,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise  # an internal bug: the traceback is for us
         print(f"{prefix} {message}", file=sys.stderr)
         return EXIT_USER_ERROR
+    if stop_requested():
+        # CPython remembers a KeyboardInterrupt that left code run by exec() (dataclasses and namedtuples
+        # build their methods so: a stop during an import that makes one lands there) as "unhandled" even
+        # once caught, and at exit kills the process with SIGINT (exit status -2, not 130/143); the next
+        # exec() forgets it
+        exec("None")
+    return code
 
 
 def _user_message(e: Exception) -> str | None:

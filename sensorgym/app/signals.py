@@ -6,8 +6,10 @@ SIGTERM is to die on the spot, with no cleanup: ``ablate`` lost its resume line 
 queues' semaphores behind ("leaked semaphore" warnings), ``train`` wrote no checkpoint. While
 :func:`sigterm_as_sigint` is active, a SIGTERM calls whatever SIGINT handler is installed at that moment
 (``KeyboardInterrupt`` by default, ``train``'s "stop at the next step" handler while training, nothing
-while a cleanup ignores SIGINT), so every command stops on SIGTERM as it stops on Ctrl-C. The exit code
-says which signal stopped it, as a shell would: 130 (128 + SIGINT) or 143 (128 + SIGTERM).
+while a cleanup runs, :func:`stop_deferred`), so every command stops on SIGTERM as it stops on Ctrl-C,
+also when it was started with SIGINT ignored (a background job of a script: SLURM batch scripts,
+``nohup``). The exit code says which signal stopped it, as a shell would: 130 (128 + SIGINT) or 143
+(128 + SIGTERM).
 
 Example:
     >>> import signal
@@ -27,22 +29,45 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["interrupted_exit_code", "signal_name", "sigterm_as_sigint", "stop_requested"]
+__all__ = ["interrupted_exit_code", "signal_name", "sigterm_as_sigint", "stop_deferred", "stop_requested"]
 
 #: the stop signals received while :func:`sigterm_as_sigint` was active (newest last)
 _received: list[int] = []
 
 
 def _forward(signum: int, frame: Any) -> None:
-    """SIGTERM: do what the SIGINT handler installed right now does."""
+    """SIGTERM: do what the SIGINT handler installed right now does; stop (``KeyboardInterrupt``) also when
+    SIGINT has been ignored since the command started (a background job of a shell script, ``nohup``: the
+    shell made Ctrl-C not reach it, but a SIGTERM from SLURM, ``timeout`` or ``kill`` must still stop it)."""
     _received.append(signum)
-    handler = signal.getsignal(signal.SIGINT)
-    if handler is signal.SIG_IGN:  # a cleanup is running and must finish (it is bounded to seconds)
+    if _deferred:  # a cleanup after the first stop is running and must finish (it is bounded to seconds)
         return
-    if callable(handler) and handler is not signal.default_int_handler:
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler not in (signal.default_int_handler, _note_sigint):
         handler(signal.SIGINT, frame)  # e.g. train's: the first signal stops at the next step
         return
     raise KeyboardInterrupt
+
+
+#: depth of the :func:`stop_deferred` blocks now running
+_deferred = 0
+
+
+@contextlib.contextmanager
+def stop_deferred() -> Iterator[None]:
+    """Ignore further Ctrl-C and SIGTERM while cleaning up after the first stop (main thread only; the
+    cleanup is bounded to seconds). The signals are still remembered for the exit code."""
+    global _deferred
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _deferred += 1
+    try:
+        yield
+    finally:
+        _deferred -= 1
+        signal.signal(signal.SIGINT, previous)
 
 
 def _note_sigint(signum: int, frame: Any) -> None:

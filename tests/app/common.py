@@ -138,7 +138,9 @@ def running_in_group(pgid: int) -> list[int]:
 class Command:
     """``python -m sensorgym ...`` in its own process group, stdout/stderr in files (not a terminal)."""
 
-    def __init__(self, cwd: Path, *args: str, tag: str = "") -> None:
+    def __init__(self, cwd: Path, *args: str, tag: str = "", sigint_ignored: bool = False) -> None:
+        """``sigint_ignored``: start it as a shell script starts a background job (``cmd &``: SIGINT ignored,
+        as in SLURM batch scripts and under ``nohup``)."""
         self.cwd = cwd
         self.out, self.err = cwd / f"stdout{tag}.txt", cwd / f"stderr{tag}.txt"
         with self.out.open("w") as out, self.err.open("w") as err:
@@ -149,6 +151,7 @@ class Command:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
+                preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
             )
 
     def wait_for(self, ready: Callable[[], bool], timeout: float = 300.0) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..config import Config, apply_overrides
 from ..outdir import read_results
-from ..signals import stop_requested
+from ..signals import stop_deferred, stop_requested
 from .plan import RESULT_FIELDS, Run, _label, default_threads, plan_runs
 from .report import plot_results, summary_markdown
 
@@ -171,19 +171,6 @@ class _Bars:
 
 
 @contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore further Ctrl-C while cleaning up after the first one (cleanup is bounded to seconds)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
 def _sigint_blocked() -> Iterator[None]:
     """Hold back SIGINT (delivered on exit) while starting worker processes: a child inherits the blocked
     mask, so a Ctrl-C during its start-up cannot kill it with a traceback before it ignores SIGINT."""
@@ -228,7 +215,7 @@ def run_sweep(
         if ray_started:
             import ray
 
-            with _sigint_ignored():
+            with stop_deferred():
                 ray.shutdown()
 
 
@@ -305,7 +292,7 @@ def _sweep(
             for run in todo:
                 on_row(run_one(cfg.raw, run, channel, threads))
     except KeyboardInterrupt:
-        with _sigint_ignored():
+        with stop_deferred():
             bars.close()
             _collect_finished(out, csv_path, fields)
             finished = sum(r["run_id"] in wanted for r in read_results(csv_path))
@@ -447,7 +434,7 @@ def _run_processes(
                         "runs left; rerun to resume them"
                     )
     finally:
-        with _sigint_ignored():
+        with stop_deferred():
             _stop_processes(procs)
             for q in (tasks, channel):
                 if q is not None:
@@ -509,7 +496,7 @@ def _run_ray(
             for ref in finished:
                 on_row(ray.get(ref))
     except KeyboardInterrupt:
-        with _sigint_ignored():
+        with stop_deferred():
             if pending:  # keep the runs that finished, cancel the rest
                 finished, rest = ray.wait(pending, num_returns=len(pending), timeout=0)
                 for ref in finished:
