@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .inspect_fits import regress_filter
+from .inspect_drift import drift_terms, within_block_variance
+from .inspect_fits import filter_decay, regress_filter
 
 __all__ = [
     "error_model_checks",
@@ -42,6 +43,7 @@ __all__ = [
     "loss_runs",
     "model_terms",
     "regress_filter",
+    "skips_samples",
 ]
 
 
@@ -91,12 +93,25 @@ def error_model_checks(options: Any, component: int) -> int:
     return len(_configured(options, component))
 
 
-def model_terms(options: Any, component: int) -> dict[str, bool]:
+def model_terms(options: Any, component: int, dt: float | None = None) -> dict[str, Any]:
     """Which fitted terms the reference of one channel's noise, bias and drift estimates carries
     (:func:`~sensorgym.app.inspect_fits.fit_reading`): ``scale`` where a scale factor is configured,
-    ``lowpass`` where a bandwidth is."""
+    ``lowpass`` where a bandwidth is, ``drift`` where a random walk or a Gauss-Markov bias is (the
+    regressions then take one intercept per block of samples, :mod:`sensorgym.app.inspect_drift`); with
+    ``dt``, ``decay``: the configured filter's :func:`filter_decay` (the delay is matched through it)."""
     conf = _configured(options, component)
-    return {"scale": "scale_factor" in conf, "lowpass": "bandwidth" in conf}
+    drift = any(
+        _number(v) is None or _number(v) > 0
+        for v in (
+            _component(getattr(options, name, 0.0), component)
+            for name in ("random_walk", "random_walk_density", "bias_instability")
+        )
+        if v is not None
+    )
+    terms = {"scale": "scale_factor" in conf, "lowpass": "bandwidth" in conf, "drift": drift}
+    if dt is not None:
+        terms["decay"] = filter_decay(options, component, dt)
+    return terms
 
 
 def loss_fraction_se(p: float, due: int, burst: Any = None, runs: np.ndarray | None = None) -> float:
@@ -131,20 +146,28 @@ def loss_fraction_se(p: float, due: int, burst: Any = None, runs: np.ndarray | N
     return math.sqrt(var)
 
 
-def loss_fraction_ok(lost: int, due: int, p: float, z: float, burst: Any = None, runs: Any = None) -> bool:
+def loss_fraction_ok(
+    lost: int, due: int, p: float, z: float, burst: Any = None, runs: Any = None, at_least: bool = False
+) -> bool:
     """Whether ``lost`` of ``due`` samples is a loss count a probability ``p`` gives, two-sided at the level
-    of a ``z`` standard-error test (``2 sf(z)``). The count's own law, not the normal one: binomial for
-    independent losses, and for bursts (``burst``, as :func:`loss_fraction_se`) the law of the Markov
-    chain's count, by dynamic programming over the due samples from the chain's stationary state. The normal
-    test with :func:`loss_fraction_se` called 0.3 to 1.9% of correct configs "differs" at ``z = 3.04``
-    (0.24% allowed), the few bursts of a rare loss making the count skewed. Above 20,000 due samples the
-    normal test (with a one-sample allowance) stands in.
+    of a ``z`` standard-error test (``2 sf(z)``); ``at_least``: ``lost`` counts the lost samples and others
+    (jitter skips samples, which leave the same gap), so only a count below the law's lower tail differs.
+    The count's own law, not the normal one: binomial for independent losses, and for bursts (``burst``,
+    as :func:`loss_fraction_se`) the law of the Markov chain's count, by dynamic programming over the due
+    samples from the chain's stationary state. The normal test with :func:`loss_fraction_se` called 0.3
+    to 1.9% of correct configs "differs" at ``z = 3.04`` (0.24% allowed), the few bursts of a rare loss
+    making the count skewed. Above 20,000 due samples the normal test (with a one-sample allowance) stands
+    in.
 
     Example:
         >>> loss_fraction_ok(100, 1000, 0.1, 3.0), loss_fraction_ok(160, 1000, 0.1, 3.0)
         (True, False)
         >>> loss_fraction_ok(150, 1000, 0.1, 3.0, burst=3.0)    # 2.5 standard errors of bursty losses
         True
+        >>> loss_fraction_ok(160, 1000, 0.1, 3.0, at_least=True)   # skipped samples count too
+        True
+        >>> loss_fraction_ok(50, 1000, 0.1, 3.0, at_least=True)
+        False
     """
     from scipy.stats import binom, norm
 
@@ -155,12 +178,15 @@ def loss_fraction_ok(lost: int, due: int, p: float, z: float, burst: Any = None,
     if burst is not None and length is None:  # drawn per episode: the runs seen
         length = float(np.mean(runs)) if runs is not None and len(runs) else 1.0
     if not 0.0 < p < 1.0:
-        return (lost == 0) if p <= 0.0 else (lost == due)
+        return (at_least or lost == 0) if p <= 0.0 else (lost == due)
     if length is None:
-        return bool(min(binom.cdf(lost, due, p), binom.sf(lost - 1, due, p)) >= level)
+        tails = (binom.cdf(lost, due, p), 1.0 if at_least else binom.sf(lost - 1, due, p))
+        return bool(min(tails) >= level)
     if due > 20000:
-        return abs(lost / due - p) <= z * loss_fraction_se(p, due, burst, runs) + 1.0 / due
-    return bool(min(_chain_tails(int(lost), int(due), float(p), float(length))) >= level)
+        error = lost / due - p
+        return (-error if at_least else abs(error)) <= z * loss_fraction_se(p, due, burst, runs) + 1.0 / due
+    low, high = _chain_tails(int(lost), int(due), float(p), float(length))
+    return bool(min(low, 1.0 if at_least else high) >= level)
 
 
 @functools.lru_cache(maxsize=64)
@@ -178,6 +204,13 @@ def _chain_tails(lost: int, due: int, p: float, length: float) -> tuple[float, f
         kept, gone = gone * (1.0 - stay) + kept * (1.0 - q), moved
     law = kept + gone
     return float(law[: lost + 1].sum()), float(law[lost:].sum())
+
+
+def skips_samples(options: Any) -> bool:
+    """Whether jitter may skip samples in the reading: a read whose shift shrinks shows a newer snapshot
+    than the next one, and the samples between are never shown, a gap like a lost sample's."""
+    jitter = getattr(options, "jitter", 0.0)
+    return jitter is not None and (_number(jitter) is None or _number(jitter) > 0)
 
 
 def _g(x: float) -> str:
@@ -222,10 +255,20 @@ def error_model_rows(
         # own samples between two delivered ones: n = dt / T_s per step (real-valued) below dt, one per due
         # sample above it
         m = fit["gap"] * dt / ts if ts < dt else max(1, round(fit["gap"] * dt / ts))
-        _filter_rows(rows, notes, conf, fit, m, ts, z)
+        resolution = _component(getattr(options, "resolution", 0.0), component)
+        q = _number(resolution) if resolution is not None else 0.0
+        if q is None:  # drawn per episode: its largest value
+            q = float(resolution.bounds[1]) if hasattr(resolution, "bounds") else 0.0
+        slow, members, at = drift_terms(options, component, dt), fit.get("members"), est.get("drift_at")
+        wander = 0.0  # the drift's wander the blocks keep, per degree of freedom
+        if slow is not None and members is not None and at is not None:
+            wander = within_block_variance(members, at, slow) / max(fit.get("dof", 1), 1)
+        _filter_rows(rows, notes, conf, fit, m, ts, z, q=q or 0.0, drift=wander)
     if "scale_factor" in conf:
         rows["scale factor"] = _scale_row(conf["scale_factor"], est.get("scale") or {}, z)
-    if "dropout_burst" in conf:
+    if "dropout_burst" in conf and skips_samples(options):
+        rows["mean burst"] = (_text(conf["dropout_burst"]), "n/a", "not identifiable (jitter skips samples)")
+    elif "dropout_burst" in conf:
         rows["mean burst"] = _burst_row(conf["dropout_burst"], est.get("runs", np.zeros(0)), z)
     reference = est.get("reference")
     if reference:
@@ -257,8 +300,16 @@ def _filter_rows(
     m: float,
     ts: float,
     z: float,
+    q: float = 0.0,
+    drift: float = 0.0,
 ) -> None:
-    """The bandwidth and noise-density rows from the consecutive samples' regression."""
+    """The bandwidth and noise-density rows from the consecutive samples' regression. With a quantization
+    step ``q`` the residual ``u_k - c v_k`` also carries the rounding errors ``e_k - c e_{k-1}``, of variance
+    ``q^2 / 12 (1 + c^2)`` where the signal moves across steps of the grid between samples (the rounding
+    errors are then uniform and independent): it is taken out of the scatter before the density; where
+    the scatter is not above it by the threshold's standard errors, the density is bounded only. ``drift``:
+    the variance per degree of freedom that the configured random walk and Gauss-Markov bias leave in the
+    scatter (``(1 - c)^2`` of their wander within the regression's blocks), taken out the same way."""
     c, c_se, s = fit["slope"], fit["slope_se"], fit["spread"]
     filtered = "bandwidth" in conf
     identified = math.isfinite(c) and math.isfinite(c_se) and c - z * c_se > 0.0
@@ -268,21 +319,49 @@ def _filter_rows(
         rows["bandwidth"] = _bandwidth_row(conf["bandwidth"], c, c_se, m, ts, z)
         agrees = want_bw is not None and rows["bandwidth"][2] in ("ok", "not identifiable from this trace")
 
-    def density_at(slope: float | None) -> float:
+    dof = max(fit.get("dof", fit["pairs"] - 2), 1)  # fewer with an intercept per block (a drift)
+    # the rounding's share of the scatter, and what is left of it for the noise
+    rounding = q * q / 12.0 * (1.0 + min(max(c, 0.0), 1.0) ** 2) if q and math.isfinite(c) else 0.0
+    rounding += drift * (1.0 - min(max(c, 0.0), 1.0)) ** 2 if math.isfinite(c) else 0.0
+    left, left_se = s * s - rounding, s * s * math.sqrt(2.0 / dof)
+    hidden = bool(rounding) and left - z * left_se <= 0.0
+    s = math.sqrt(max(left, 0.0)) if rounding and not hidden else s
+
+    def density_at(slope: float | None, spread: float | None = None) -> float:
         # std(eps) = sigma (1 - a) sqrt((1 - a^2m) / (1 - a^2)); sigma = N / sqrt(T_s)
+        spread = s if spread is None else spread
         if not filtered:
             a = 0.0
         elif slope is None:  # the configured filter
             a = math.exp(-2.0 * math.pi * want_bw * ts)
         else:
             a = min(max(slope, 1e-12), 0.999) ** (1.0 / m)
-        return s / ((1 - a) * math.sqrt((1 - a ** (2 * m)) / (1 - a * a))) * math.sqrt(ts)
+        return spread / ((1 - a) * math.sqrt((1 - a ** (2 * m)) / (1 - a * a))) * math.sqrt(ts)
 
     if "noise_density" in conf:
         want = _number(conf["noise_density"])
         if filtered and not agrees and not identified:
             why = "the bandwidth is drawn per episode" if want_bw is None else "the bandwidth differs"
             rows["noise density"] = (_text(conf["noise_density"]), "n/a", f"not identifiable ({why})")
+        elif hidden:  # the scatter is the rounding's: only an upper bound
+            slope = None if (filtered and agrees) else c
+            bound = density_at(slope, math.sqrt(max(left + z * left_se, 0.0)))
+            if want is None:
+                verdict = "this episode's value"
+            elif want <= bound:
+                what = f"the quantization step {_g(q)}" if q else "the drift"
+                verdict = f"not identifiable ({what} hides it)"
+            else:
+                verdict = f"differs (expected {_g(want)}: the scatter is below it)"
+            rows["noise density"] = (_text(conf["noise_density"]), f"< {_g(bound)}", verdict)
+            rounded = f"rounding to steps of {_g(q)} (q/√12 = {_g(q / math.sqrt(12.0))} per sample)"
+            notes.append(
+                f"the regression's scatter {_g(fit['spread'])} is what "
+                + (rounded if q else "")
+                + (" and " if q and drift else "")
+                + ("the drift's wander within the regression's blocks" if drift else "")
+                + f" leaves: the noise under it shows only as the bound < {_g(bound)}"
+            )
         else:
             # through the configured filter where the trace agrees with it (a^m near 0 is a poor divisor:
             # the fitted one turned a 3-standard-error a^m into a 4.6-standard-error density), else through
@@ -294,7 +373,9 @@ def _filter_rows(
                 if filtered and slope is not None
                 else 0.0
             )
-            density_se = math.hypot(density / math.sqrt(2.0 * max(fit["pairs"] - 2, 1)), from_a)
+            # the scatter's own error: 1/sqrt(2 dof) of it, more where the rounding's share came out of it
+            relative = left_se / (2.0 * left) if rounding else 1.0 / math.sqrt(2.0 * dof)
+            density_se = math.hypot(density * relative, from_a)
             got = f"{_g(density)} ± {_g(density_se)}"
             if want is None:
                 rows["noise density"] = ("randomized", got, "this episode's value")

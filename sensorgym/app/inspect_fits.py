@@ -30,7 +30,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fit_reading", "offset_errors", "reference_offsets", "regress_filter", "regress_scale"]
+__all__ = [
+    "filter_decay",
+    "fit_reading",
+    "match_delay",
+    "new_samples",
+    "offset_errors",
+    "reference_offsets",
+    "regress_filter",
+    "regress_scale",
+]
 
 
 def _ols(y: np.ndarray, columns: list[np.ndarray], lags: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
@@ -53,8 +62,25 @@ def _ols(y: np.ndarray, columns: list[np.ndarray], lags: int = 0) -> tuple[np.nd
     return coef, inverse @ meat @ inverse * n / max(n - p, 1), spread
 
 
+def _demean(groups: np.ndarray, *columns: np.ndarray) -> list[np.ndarray]:
+    """Each column minus its mean over each group (one intercept per group)."""
+    _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    return [c - (np.bincount(inverse, weights=c) / counts)[inverse] for c in columns]
+
+
+def _blocks(pairs: np.ndarray, block: int) -> np.ndarray:
+    """A group per run of ``block`` consecutive pairs within one stretch of ``pairs`` (one episode)."""
+    stretch = np.cumsum(~pairs)
+    return stretch * (pairs.size + 1) + np.arange(pairs.size) // block
+
+
 def regress_filter(
-    z: np.ndarray, x: np.ndarray, pairs: np.ndarray, gaps: np.ndarray, gain: bool = False
+    z: np.ndarray,
+    x: np.ndarray,
+    pairs: np.ndarray,
+    gaps: np.ndarray,
+    gain: bool = False,
+    blocks: int = 0,
 ) -> dict[str, float]:
     """The slope ``c``, its standard error and the residual spread of ``z_k - x_k`` on ``z_{k-1} - x_k``
     over the consecutive samples ``pairs`` marks (same episode) that lie the most common gap apart
@@ -63,6 +89,10 @@ def regress_filter(
     ``gain=True`` (a scale factor is configured): ``z_k`` on ``z_{k-1}``, ``x_k`` and 1 instead, which also
     gives the gain ``g`` of ``x_k`` and the scale factor ``k = g / (1 - c) - 1`` (``scale``, ``scale_se`` by
     the delta method through the covariance of ``c`` and ``g``). Without it the gain is ``1 - c``.
+
+    ``blocks > 0`` (a random walk or a Gauss-Markov bias is configured): one intercept per ``blocks``
+    consecutive pairs instead of one for all, so that the slow drift, which enters as ``(1 - c) d_k``,
+    stays out of the slope and the scatter (:mod:`sensorgym.app.inspect_drift`).
 
     Example:
         >>> rng = np.random.default_rng(1)
@@ -81,6 +111,8 @@ def regress_filter(
         return empty
     gap = int(np.bincount(gaps[pairs & (gaps > 0)]).argmax()) if (pairs & (gaps > 0)).any() else 0
     keep = pairs & (gaps == gap)
+    if blocks > 0:
+        return _regress_blocks(z, x, keep, _blocks(pairs, blocks)[keep], gap, gain, empty)
     if not gain:
         u = (z[1:] - x[1:])[keep]
         v = (z[:-1] - x[1:])[keep]
@@ -125,14 +157,86 @@ def regress_filter(
     return out
 
 
-def regress_scale(z: np.ndarray, x: np.ndarray) -> dict[str, float]:
+def _regress_blocks(
+    z: np.ndarray, x: np.ndarray, keep: np.ndarray, groups: np.ndarray, gap: int, gain: bool, empty: dict
+) -> dict[str, float]:
+    """:func:`regress_filter` with one intercept per group (the kept pairs' ``groups``)."""
+    y, previous, now = z[1:][keep], z[:-1][keep], x[1:][keep]
+    n, g = y.size, np.unique(groups).size
+    if n - g < 10:
+        return {**empty, "gap": gap, "pairs": n}
+    # the samples z_k of the pairs and their blocks: how much of a drift the scatter keeps
+    # (inspect_drift.within_block_variance)
+    empty = {**empty, "members": (np.flatnonzero(keep) + 1, groups)}
+    if not gain:  # u = z_k - x_k on v = z_{k-1} - x_k
+        u, v = _demean(groups, y - now, previous - now)
+        sxx = float(np.sum(v * v))
+        if sxx <= 0.0:
+            return {**empty, "gap": gap, "pairs": n}
+        slope = float(np.sum(v * u) / sxx)
+        spread = float(math.sqrt(np.sum((u - slope * v) ** 2) / (n - g - 1)))
+        se = spread / math.sqrt(sxx)
+        return {
+            **empty,
+            "slope": slope,
+            "slope_se": se,
+            "spread": spread,
+            "gap": gap,
+            "pairs": n,
+            "dof": n - g - 1,
+            "gain": 1.0 - slope,
+            "gain_se": se,
+        }
+    yy, pp, xx = _demean(groups, y, previous, now)
+    if np.ptp(xx) == 0.0 or np.ptp(pp) == 0.0:
+        return {**empty, "gap": gap, "pairs": n}
+    design = np.column_stack([pp, xx])
+    coef, *_ = np.linalg.lstsq(design, yy, rcond=None)
+    spread = float(math.sqrt(np.sum((yy - design @ coef) ** 2) / (n - g - 2)))
+    cov = spread**2 * np.linalg.pinv(design.T @ design)
+    c, k_gain = float(coef[0]), float(coef[1])
+    out = {
+        **empty,
+        "slope": c,
+        "slope_se": float(math.sqrt(max(cov[0, 0], 0.0))),
+        "spread": spread,
+        "gap": gap,
+        "pairs": n,
+        "dof": n - g - 2,
+        "gain": k_gain,
+        "gain_se": float(math.sqrt(max(cov[1, 1], 0.0))),
+        "scale": float("nan"),
+        "scale_se": float("nan"),
+    }
+    if c < 1.0:
+        grad = np.array([k_gain / (1.0 - c) ** 2, 1.0 / (1.0 - c)])
+        out["scale"] = k_gain / (1.0 - c) - 1.0
+        out["scale_se"] = float(math.sqrt(max(grad @ cov @ grad, 0.0)))
+    return out
+
+
+def regress_scale(z: np.ndarray, x: np.ndarray, blocks: int = 0) -> dict[str, float]:
     """The scale factor ``k`` of ``z = (1 + k) x + b + e`` by least squares over every sample, with a
-    standard error that stays honest when ``e`` drifts (Newey-West, ``4 (n / 100)^(2/9)`` lags)."""
+    standard error that stays honest when ``e`` drifts (Newey-West, ``4 (n / 100)^(2/9)`` lags);
+    ``blocks > 0``: one intercept ``b`` per ``blocks`` consecutive samples (a configured drift term)."""
     z, x = np.asarray(z, float), np.asarray(x, float)
     n = z.size
     if n < 10 or np.ptp(x) == 0.0:
         return {"scale": float("nan"), "scale_se": float("nan"), "samples": n}
     lags = math.floor(4.0 * (n / 100.0) ** (2.0 / 9.0))
+    if blocks > 0:
+        groups = np.arange(n) // blocks
+        zz, xx = _demean(groups, z, x)
+        if np.ptp(xx) == 0.0:
+            return {"scale": float("nan"), "scale_se": float("nan"), "samples": n}
+        coef, cov, _ = _ols(zz, [xx], lags=lags)
+        g = int(groups[-1]) + 1
+        cov = cov * (n - 1) / max(n - g - 1, 1)  # the intercepts' degrees of freedom
+        return {
+            "scale": float(coef[0]) - 1.0,
+            "scale_se": float(math.sqrt(max(cov[0, 0], 0.0))),
+            "samples": n,
+        }
     coef, cov, _ = _ols(z, [x, np.ones(n)], lags=lags)
     return {"scale": float(coef[0]) - 1.0, "scale_se": float(math.sqrt(max(cov[0, 0], 0.0))), "samples": n}
 
@@ -162,6 +266,7 @@ def fit_reading(
     due: np.ndarray | None = None,
     scale: bool = False,
     lowpass: bool = False,
+    blocks: int = 0,
 ) -> dict[str, Any]:
     """What a noiseless sensor would have delivered at each sample (``z``, taken at the steps ``at`` of the
     ground truth ``x``): ``x`` through the filter :func:`regress_filter` fitted (``lowpass``: advanced at the
@@ -199,7 +304,7 @@ def fit_reading(
         return {**out, "slope": c, "gain": (1.0 - c) * (1.0 + k), "references": references}
     if scale:
         z = np.asarray(z, float)
-        sf = regress_scale(z, x[at])
+        sf = regress_scale(z, x[at], blocks=blocks)
         k, k_se = sf["scale"], sf["scale_se"]
         if not (math.isfinite(k) and math.isfinite(k_se)):
             return {**out, "scale": sf, "references": [x[at]]}
@@ -253,3 +358,126 @@ def offset_errors(
         "scale": model.get("scale"),
         "reference": {"slope": c, "factor": factor, "scale": scale, "lowpass": lowpass},
     }
+
+
+def new_samples(measured: np.ndarray, episode_step: np.ndarray | None = None) -> np.ndarray:
+    """The steps at which a new sample shows in the reading: its value changed since the previous step of
+    the same episode (a held sample repeats bit for bit, docs/pipeline.md; a lost one is never shown). An
+    episode's first step is left out: what it shows depends on the padding, not on the delay.
+
+    Example:
+        >>> new_samples(np.array([1.0, 1.0, 2.0, 2.0, 2.0, 3.0]), np.arange(6)).tolist()
+        [2, 5]
+    """
+    z = np.asarray(measured, float)
+    step = np.arange(z.size) if episode_step is None else np.asarray(episode_step, int)[: z.size]
+    changed = np.zeros(z.size, bool)
+    changed[1:] = (z[1:] != z[:-1]) & (step[1:] >= 1)
+    return np.flatnonzero(changed)
+
+
+def match_delay(
+    measured: np.ndarray,
+    gt: np.ndarray,
+    max_lag: int,
+    episode_step: np.ndarray | None = None,
+    *,
+    lowpass: bool = False,
+    at: np.ndarray | None = None,
+    decay: Any = None,
+) -> dict[str, Any]:
+    """The delay (in control steps) at which the samples the reading shows match the ground truth best,
+    from the traces alone: at every step where a new sample shows (``at``; default :func:`new_samples`, a
+    changed value; a quantized reading changes only where the signal crosses a step of the grid, which
+    favours some lags, so a caller that knows the steps passes them), the reading ``z_t``
+    is regressed on the ground truth ``x_{t-L}`` of lag ``L`` and 1 (a scale factor and a bias change the
+    slope and the intercept, not the best lag); with a filter (``lowpass``) on the previous new sample
+    ``z'`` too, the filter's recursion ``z = c z' + g x + const`` (:func:`regress_filter`), so that its lag
+    on a moving signal is not read as delay (a 2 Hz filter read at 20 Hz looked one step late); with the
+    configured filter's ``c`` (``decay``, a function of the gap in steps) ``z - c z'`` on ``x`` and 1, as
+    a free ``c`` also interpolates between ``z'`` and a younger ``x`` (a 50 Hz filter read every 5 own
+    samples, ``c`` near 0, matched one step too early). The
+    delay is the ``L`` with the smallest residual variance, over the candidates ``0..max_lag`` whose source
+    step lies in the reading's episode.
+
+    Held readings (a sampler slower than the control step) and lost samples (``dropout``) leave only the
+    new samples in the match, each at the step it first shows, so a hold does not pull the estimate
+    (the youngest reading's age had said 0 steps for every delayed sensor with losses: the reset step's
+    reading is its own sample). ``delay_steps`` is ``None`` when the ground truth does not move on those
+    steps (a constant signal carries no timing); ``scores``: the residual variance per lag.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.sin(np.arange(400) * 0.1)
+        >>> taken = np.repeat(np.arange(0, 400, 2), 2)[:400]         # a sample every 2 steps, held
+        >>> z = np.r_[np.zeros(3), (1.1 * x + 0.01 * rng.normal(size=400))[taken][:-3]]   # 3 steps late
+        >>> match_delay(z, x, 10)["delay_steps"]
+        3
+    """
+    z, x = np.asarray(measured, float), np.asarray(gt, float)
+    n = min(z.size, x.size)
+    step = np.arange(n) if episode_step is None else np.asarray(episode_step, int)[:n]
+    t = new_samples(z[:n], step) if at is None else np.asarray(at, int)
+    t = t[(t < n) & (step[t] >= 1)]
+    scores = np.full(max(max_lag, 0) + 1, np.inf)
+    for lag in range(scores.size):
+        at = t[(step[t] >= lag) & (t >= lag)]  # the source step in the same episode
+        if at.size < 10 or np.ptp(x[at - lag]) == 0.0:
+            continue
+        columns = [x[at - lag], np.ones(at.size)]
+        y = z[at]
+        if lowpass:  # consecutive new samples of one episode, the most common gap apart
+            gap = np.diff(at)
+            same = (step[at[1:]] - gap) == step[at[:-1]]
+            if same.sum() < 10:
+                continue
+            common = np.bincount(gap[same]).argmax()
+            keep = same & (gap == common)
+            if keep.sum() < 10:
+                continue
+            y, previous = z[at[1:]][keep], z[at[:-1]][keep]
+            columns = [previous, x[at[1:] - lag][keep], np.ones(int(keep.sum()))]
+            if decay is not None:  # the configured filter's c: no freedom to interpolate
+                y, columns = y - decay(int(common)) * previous, columns[1:]
+        design = np.column_stack(columns)
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        scores[lag] = float(np.mean((y - design @ coef) ** 2))
+    best = int(np.argmin(scores)) if np.isfinite(scores).any() else None
+    return {"delay_steps": best, "scores": scores, "samples": int(t.size)}
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _component(value: Any, i: int) -> Any:
+    if isinstance(value, (list, tuple)):
+        return value[i] if i < len(value) else value[-1]
+    return value
+
+
+def filter_decay(options: Any, component: int, dt: float) -> Any:
+    """The configured filter's ``a^m`` between two samples ``gap`` control steps apart, as a function of
+    ``gap`` (``m = gap dt / T_s`` own samples below ``dt``, one per due sample above it); ``None`` without a
+    filter or where the bandwidth or the update period is drawn per episode.
+
+    Example:
+        >>> import sensorgym as sg
+        >>> decay = filter_decay(sg.StateSensorOptions(key="x", bandwidth=2.0, update_period=0.1), 0, 0.05)
+        >>> round(decay(2), 4), round(math.exp(-2 * math.pi * 2.0 * 0.1), 4)
+        (0.2846, 0.2846)
+    """
+    bandwidth = _number(_component(getattr(options, "bandwidth", 0.0), component))
+    period = _number(getattr(options, "update_period", 0.0))
+    if not bandwidth or bandwidth <= 0 or period is None or dt <= 0:
+        return None
+    ts = period if period > 0 else dt
+
+    def decay(gap: int) -> float:
+        m = gap * dt / ts if ts < dt else max(1, round(gap * dt / ts))
+        return math.exp(-2.0 * math.pi * bandwidth * ts * m)
+
+    return decay

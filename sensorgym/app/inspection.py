@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .config import Config
+from .inspect_drift import DRIFT_BLOCK, bias_drift_rows, drift_terms, step_wander
 from .inspect_error_model import (
     error_model_checks,
     error_model_rows,
@@ -32,8 +33,10 @@ from .inspect_error_model import (
     loss_runs,
     model_terms,
     regress_filter,
+    skips_samples,
 )
-from .inspect_fits import fit_reading, offset_errors
+from .inspect_fits import fit_reading, match_delay, offset_errors
+from .inspect_latency import compare_latency
 
 __all__ = [
     "InspectResult",
@@ -115,7 +118,13 @@ def _record(cfg: Config, steps: int, seed: int = 0, model: Any = None) -> _Recor
         for name in sampled
     }
 
+    # jittered sensors without a sampler: the age of every reading (which sample the jitter showed)
+    jittered = {name: s for name, s in sensors.items() if name not in sampled and skips_samples(s.options)}
+    ages: dict[str, list[float]] = {name: [] for name in jittered}
+
     def sampling() -> None:
+        for name, s in jittered.items():
+            ages[name].append(float(s.read_age()[0]))
         for name, s in sampled.items():
             sp, j, row = envs.manager.storage(type(s)).sampler, s.index, trace[name]
             step = int(sp.steps[0])
@@ -195,7 +204,8 @@ def _record(cfg: Config, steps: int, seed: int = 0, model: Any = None) -> _Recor
             "dropout": np.array(row["dropout"]),
             "delay": sensors[name].options.delay,
         }
-    return _Recording(times, names, gt, measured, out, np.array(resets), actions)
+    aged = {name: np.array(a) for name, a in ages.items()}
+    return _Recording(times, names, gt, measured, out, np.array(resets), actions, aged)
 
 
 @dataclass
@@ -209,6 +219,8 @@ class _Recording:
     sampling: dict[str, dict[str, Any]]
     resets: np.ndarray
     actions: dict[str, np.ndarray] | None
+    #: per jittered sensor without a sampler, the age (s) of every reading
+    ages: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _quantization(values: np.ndarray) -> float:
@@ -235,32 +247,43 @@ def estimate_channel(
     *,
     scale: bool = False,
     lowpass: bool = False,
+    drift: bool = False,
+    decay: Any = None,
 ) -> dict[str, Any]:
     """Delay (steps), bias, noise std, drift at the end and quantization step of one channel,
     estimated from its ground-truth and measured traces only; ``filter``: the consecutive residuals'
     regression (:func:`~sensorgym.app.inspect_error_model.regress_filter`), within episodes when
     ``episode_step`` is given. ``scale``/``lowpass`` (a scale factor, a filter configured): the noise, bias
     and drift are measured against the ground truth through the fitted scale and filter
-    (:func:`~sensorgym.app.inspect_fits.fit_reading`), ``scale`` holds the scale factor's fit."""
+    (:func:`~sensorgym.app.inspect_fits.fit_reading`), ``scale`` holds the scale factor's fit. ``drift``
+    (a random walk or a Gauss-Markov bias configured): those regressions take an intercept per block of
+    samples; ``decay``: the configured filter's ``a^m`` per gap, which the delay is matched through
+    (:func:`~sensorgym.app.inspect_fits.match_delay`)."""
     gt, measured = np.asarray(gt, float), np.asarray(measured, float)
     n = len(gt)
     max_lag = max(0, min(max_lag, n // 3))
-    if np.ptp(gt) == 0:  # a constant signal carries no timing: report no delay
-        best = 0
-    else:
-        scores = [np.var(measured[k:] - gt[: n - k]) for k in range(max_lag + 1)]
-        best = int(np.argmin(scores))
+    # the lag at which the readings match the ground truth (through the filter's recursion when one is
+    # configured); a constant signal carries no timing: no delay
+    # (every step shows a new sample: no sampler holds this reading)
+    best = match_delay(measured, gt, max_lag, episode_step, lowpass=lowpass, at=np.arange(n), decay=decay)
+    best = best["delay_steps"]
+    if best is None and np.ptp(gt) > 0:
+        best = int(np.argmin([np.var(measured[k:] - gt[: n - k]) for k in range(max_lag + 1)]))
+    best = best or 0
     z, x = measured[best:], gt[: n - best]
     # the reading at t + best shows step t's sample: a pair (t - 1, t) lies in one episode when that
     # episode started at t - 1 or before
     pairs = np.ones(max(len(z) - 1, 0), bool)
     if episode_step is not None:
         pairs = np.asarray(episode_step)[best + 1 : n] >= best + 1
-    fit = regress_filter(z, x, pairs, np.ones(pairs.size, int), gain=scale)
+    blocks = DRIFT_BLOCK if drift else 0  # a drift term: one intercept per block of samples
+    fit = regress_filter(z, x, pairs, np.ones(pairs.size, int), gain=scale, blocks=blocks)
     model = None
     if scale or lowpass:
         steps = np.asarray(episode_step)[: n - best] if episode_step is not None else None
-        model = fit_reading(z, x, np.arange(len(x)), fit, episode_step=steps, scale=scale, lowpass=lowpass)
+        model = fit_reading(
+            z, x, np.arange(len(x)), fit, episode_step=steps, scale=scale, lowpass=lowpass, blocks=blocks
+        )
         resid = z - model["references"][0]
     else:
         resid = z - x
@@ -276,7 +299,10 @@ def estimate_channel(
         noise = 0.0
     # standard errors: the MAD of (correlated) differences, and the medians of two windows
     noise_se = noise * 1.65 / math.sqrt(max(1, len(resid) - 1))
+    steps = np.arange(n) if episode_step is None else np.asarray(episode_step, int)[:n]
     return {
+        "window": window,  # the samples' episode steps and episodes (what a drift term moves)
+        "drift_at": (steps[: len(resid)], np.cumsum(steps == 0)[: len(resid)]),
         "filter": fit,
         "delay_steps": best,
         "bias": bias,
@@ -309,6 +335,8 @@ def estimate_sampled(
     *,
     scale: bool = False,
     lowpass: bool = False,
+    drift: bool = False,
+    decay: Any = None,
     due: np.ndarray | None = None,
 ) -> dict[str, float]:
     """:func:`estimate_channel` for a sensor with its own rate or lost samples (``update_period``,
@@ -318,13 +346,16 @@ def estimate_sampled(
     the same step carries how much the signal moved meanwhile (a 25 Hz reading held over two 50 Hz steps
     showed a noise of 0.224 for a configured 0.02). Here every reading is compared with the ground truth
     at the step its sample was taken (``t - age``; the age is the reading's time stamp,
-    :meth:`~sensorgym.core.sensor.Sensor.read_age`), each sample once. The delay is the youngest reading's
-    age; the sample interval ``period_steps`` is the mean of the gaps between samples no longer than 1.5
-    times their median (a lost sample makes a gap of two intervals or more); ``dropout`` is the share of
-    due samples that were lost (``round(gap / interval) - 1`` per gap), over ``due`` due samples (the gap
-    after an episode's reset sample is left out of both: where the next sample falls depends on the
-    episode's phase). ``scale``/``lowpass`` as :func:`estimate_channel`; the fitted filter advances at the
-    ``due`` steps (per step, as the sampler decided; default: the steps a sample was taken at).
+    :meth:`~sensorgym.core.sensor.Sensor.read_age`), each sample once. The delay is the lag at which the
+    new samples the reading shows match the ground truth (:func:`~sensorgym.app.inspect_fits.match_delay`,
+    from the traces alone; ``delay_age_steps``: the youngest age of a reading past the episode's padding,
+    what the time stamps say); the sample interval ``period_steps`` is the mean of the gaps between
+    samples no longer than 1.5 times their median (a lost sample makes a gap of two intervals or more);
+    ``dropout`` is the share of due samples that were lost (``round(gap / interval) - 1`` per gap), over
+    ``due`` due samples (the gap after an episode's reset sample is left out of both: where the next sample
+    falls depends on the episode's phase). ``scale``/``lowpass``/``drift`` as :func:`estimate_channel`; the
+    fitted filter advances at the ``due`` steps (per step, as the sampler decided; default: the steps a
+    sample was taken at).
 
     Example:
         >>> gt = np.arange(12.0)
@@ -345,7 +376,8 @@ def estimate_sampled(
     idx = np.flatnonzero(new)
     episode = np.cumsum(episode_step == 0)[idx]
     same = episode[1:] == episode[:-1]  # consecutive samples of one episode
-    fit = regress_filter(measured[idx], gt[src[idx]], same, np.diff(src[idx]), gain=scale)
+    blocks = DRIFT_BLOCK if drift else 0  # a drift term: one intercept per block of samples
+    fit = regress_filter(measured[idx], gt[src[idx]], same, np.diff(src[idx]), gain=scale, blocks=blocks)
     model = None
     if scale or lowpass:
         advance = np.zeros(len(gt), bool) if due is None else np.asarray(due, bool)
@@ -360,6 +392,7 @@ def estimate_sampled(
             due=advance,
             scale=scale,
             lowpass=lowpass,
+            blocks=blocks,
         )
         resid = measured[idx] - model["references"][0]
     else:
@@ -382,10 +415,23 @@ def estimate_sampled(
     else:
         period, lost, n_due, due = float("nan"), 0, 0, np.zeros(0, int)
     n = len(resid)
+    # the time stamps' delay: the youngest reading that no longer shows the padding (age below the episode
+    # step; at the reset step every reading is its own sample, age 0)
+    past = valid & (k < episode_step)
+    by_age = int(k[past].min()) if past.any() else (int(k[valid].min()) if valid.any() else 0)
+    lag = max(20, by_age + 5)
+    # matched at the steps where a new sample shows (its time stamp changed), at the lag the traces say
+    matched = match_delay(
+        measured, gt, min(lag, len(gt) // 3), episode_step, lowpass=lowpass, at=idx, decay=decay
+    )
+    matched = matched["delay_steps"]
     return {
         "filter": fit,
         "runs": loss_runs(due),
-        "delay_steps": int(k[valid].min()) if valid.any() else 0,
+        "delay_steps": by_age if matched is None else matched,
+        "delay_age_steps": by_age,
+        "window": window,
+        "drift_at": (episode_step[src[idx]], np.cumsum(episode_step == 0)[src[idx]]),
         "bias": bias,
         "noise_std": noise,
         "drift_end": drift,
@@ -548,7 +594,14 @@ def compare_channel(
         ok = base <= est_d <= base + extra
         got = f"{est_d} step{'s' * (est_d != 1)}"
         rows["delay"] = (text, got, "ok" if ok else f"differs (expected {base}..{base + extra})")
-        if extra and gt is not None and len(gt) > 2:
+        if extra and "delay_age_steps" in est:  # each reading matched with the GT at its sample's step
+            notes.append(
+                f"jitter re-reads samples up to {extra} step{'s' * (extra != 1)} older, so the delay "
+                f"estimate lies in {base}..{base + extra}; each reading is compared with the ground truth "
+                "at the step its sample was taken (its age), so the jitter does not inflate the noise "
+                "estimate"
+            )
+        elif extra and gt is not None and len(gt) > 2:
             move = float(np.median(np.abs(np.diff(gt))))
             notes.append(
                 f"jitter re-reads samples up to {extra} step{'s' * (extra != 1)} older, so the delay "
@@ -562,11 +615,14 @@ def compare_channel(
     # noise: the estimator sees noise, quantization error and the random walk's steps
     est_n, se_n = float(est["noise_std"]), float(est.get("noise_se", 0.0))
     if sigma is not None:
-        expected = math.sqrt(sigma**2 + (q**2 / 12 if q else 0.0) + (rw**2 / 2 if rw else 0.0))
+        # the walk's and the Gauss-Markov bias's change between consecutive samples (inspect_drift.py)
+        slow = drift_terms(options, component, dt)
+        wander = step_wander(slow, float(est.get("period_steps", 1.0))) if slow else (rw or 0.0) ** 2
+        expected = math.sqrt(sigma**2 + (q**2 / 12 if q else 0.0) + wander / 2)
         tol = max(z * se_n, 0.1 * expected, 1e-6)
         if abs(est_n - expected) <= tol:
             verdict = "ok"
-        elif est_n > expected and j_s:
+        elif est_n > expected and j_s and "delay_age_steps" not in est:
             verdict = f"higher: jitter (expected ≈ {_g(expected)} without it)"
         else:
             verdict = f"differs (expected ≈ {_g(expected)})"
@@ -586,42 +642,11 @@ def compare_channel(
     else:
         rows["noise std"] = ("randomized", f"{_g(est_n)} ± {_g(se_n)}", "this episode's value")
 
-    # bias: the median residual at the start
-    est_b, se_b = float(est["bias"]), float(est.get("bias_se", 0.0))
-    if b is not None:
-        tol = z * se_b + (q / 2 if q else 0.0) + 1e-9
-        rows["bias"] = (_g(b), f"{_g(est_b)} ± {_g(se_b)}", "ok" if abs(est_b - b) <= tol else "differs")
-    else:
-        rows["bias"] = ("randomized", f"{_g(est_b)} ± {_g(se_b)}", "this episode's value")
-
-    # drift: the random walk's displacement between the first and the last quarter of the trace
-    est_r, se_r = float(est["drift_end"]), float(est.get("drift_se", 0.0))
-    if rw is not None:
-        spread = rw * math.sqrt(0.75 * max(n, 1)) if rw else 0.0
-        conf = f"rw {_g(rw)}/step: ±{_g(spread)}" if rw else "none"
-        tol = z * math.sqrt(spread**2 + se_r**2) + 1e-9
-        if abs(est_r) <= tol:
-            verdict = "ok" if rw else f"ok: within ±{_g(tol)}, i.e. no drift"
-        else:
-            verdict = "larger than expected"
-        rows["drift at end"] = (conf, f"{_g(est_r)} ± {_g(se_r)}", verdict)
-        if rw:
-            notes.append(
-                f"a random walk of std {_g(rw)} per step drifts by about ±{_g(spread)} (1 sd) between the "
-                "first and last quarter of this trace; it restarts at every episode reset"
-            )
-        elif est_r != 0.0:
-            notes.append(
-                f"no random walk is configured: the drift estimate {_g(est_r)} is the difference of two "
-                f"noisy medians (±{_g(se_r)}), "
-                + (
-                    "within its uncertainty"
-                    if abs(est_r) <= tol
-                    else "so the residual changes along the trace"
-                )
-            )
-    else:
-        rows["drift at end"] = ("randomized", f"{_g(est_r)} ± {_g(se_r)}", "this episode's value")
+    # bias and drift: the first quarter's median residual, and the last quarter's minus it, with what the
+    # random walk and the Gauss-Markov bias make of them (inspect_drift.py)
+    drift_rows, drift_notes = bias_drift_rows(options, component, est, dt, z, b, rw, q)
+    rows.update(drift_rows)
+    notes += drift_notes
 
     # quantization: the grid step of the measured values
     est_q = float(est["quantization"])
@@ -643,7 +668,8 @@ def compare_channel(
     p_hi = period.bounds[1] if hasattr(period, "bounds") else float(period or 0.0)
     d_hi = dropout.bounds[1] if hasattr(dropout, "bounds") else float(dropout or 0.0)
     if sampled:
-        _sampler_rows(rows, notes, period, dropout, getattr(options, "dropout_burst", None), est, dt, z)
+        burst = getattr(options, "dropout_burst", None)
+        _sampler_rows(rows, notes, period, dropout, burst, est, dt, z, skips=skips_samples(options))
     elif p_hi > dt or d_hi > 0:
         notes.append(
             "the sampler holds each sample until the next one (update_period, dropout): the reading lags the "
@@ -670,11 +696,13 @@ def _sampler_rows(
     est: dict[str, Any],
     dt: float,
     z: float,
+    skips: bool = False,
 ) -> None:
     """The update period and dropout rows of a sensor with its own rate or lost samples; the dropout's
     verdict tests the loss count against its law under the configured value: binomial, or with ``burst``
     (``dropout_burst``) that of bursty losses
-    (:func:`~sensorgym.app.inspect_error_model.loss_fraction_ok`)."""
+    (:func:`~sensorgym.app.inspect_error_model.loss_fraction_ok`). ``skips`` (jitter): samples the reading
+    skipped count as lost too, so only too few missing samples differ."""
     est_p, due, est_d = float(est["period_steps"]), int(est["due"]), float(est["dropout"])
     got_p = f"{est_p:.3g} steps" if math.isfinite(est_p) else "no 2 samples"
     t = _number(period)
@@ -691,70 +719,20 @@ def _sampler_rows(
         rows["dropout"] = ("randomized", got_d, "this episode's value")
     else:
         # the count's own law under the configured value: binomial, or of bursts (dropout_burst)
-        ok = loss_fraction_ok(round(est_d * due), due, p, z, burst, est.get("runs"))
+        ok = loss_fraction_ok(round(est_d * due), due, p, z, burst, est.get("runs"), at_least=skips)
         rows["dropout"] = (_g(p), got_d, "ok" if ok else "differs")
+        if skips:
+            notes.append(
+                "jitter skips samples (a read whose delay shrinks shows a newer sample than the next "
+                "one): they leave the gap a lost sample leaves, so the dropout estimate counts both and "
+                "only a loss count below what the configured dropout gives differs"
+            )
     notes.append(
         "the sensor holds each sample until the next one (update_period, dropout): its readings are compared "
         "with the ground truth at the step their sample was taken (their age), each sample once, so the hold "
         "does not inflate the noise estimate; the sampler figure shows the samples taken, those lost and "
         "the reading's age"
     )
-
-
-def compare_latency(latency: Any, actions: dict[str, np.ndarray], dt: float) -> dict[str, Any]:
-    """The ``[latency]`` table's action delay and jitter, configured vs estimated from env 0's commanded
-    and applied actions: at each step the applied action is matched with the commanded one it equals;
-    the shortest shift is the delay, the spread of shifts the jitter (in control steps).
-
-    Example:
-        >>> from sensorgym.app.config import LatencyConfig
-        >>> cmd = np.arange(1.0, 9.0)[:, None]
-        >>> applied = np.r_[[0.0, 0.0], cmd[:-2, 0]][:, None]           # two steps late
-        >>> out = compare_latency(LatencyConfig(delay=0.1), {"commanded": cmd, "applied": applied,
-        ...                       "latency": np.tile([0.1, 0.0], (8, 1))}, dt=0.05)
-        >>> out["rows"]["action delay"]
-        ('0.1 s = 2 steps', '2 steps', 'ok')
-    """
-    commanded, applied = actions["commanded"], actions["applied"]
-    shifts = []
-    for t in range(len(applied)):
-        for k in range(t + 1):  # the newest commanded action it equals: the shift of this step
-            if np.array_equal(applied[t], commanded[t - k]):
-                shifts.append(k)
-                break
-    rows: dict[str, tuple[str, str, str]] = {}
-    notes = [
-        "the applied action is matched with the commanded one it equals, at every step that applies one "
-        f"({len(shifts)} of {len(applied)} steps; the others still apply the initial action)"
-    ]
-    est_d = min(shifts) if shifts else None
-    est_j = (max(shifts) - min(shifts)) if shifts else None
-    delay, jitter = _number(latency.delay), _number(latency.jitter)
-    drawn = actions["latency"][-1] if len(actions["latency"]) else None
-    if delay is None:
-        shown = f" (this episode: {_g(float(drawn[0]))} s)" if drawn is not None else ""
-        conf_d, base = "randomized" + shown, round(float(drawn[0]) / dt) if drawn is not None else None
-    else:
-        base = round(delay / dt)
-        conf_d = f"{_g(delay)} s = {base} step{'s' * (base != 1)}"
-    got_d = f"{est_d} step{'s' * (est_d != 1)}" if est_d is not None else "no action applied yet"
-    extra = math.ceil(jitter / dt - 1e-9) if jitter else 0
-    if base is None or est_d is None:
-        verdict = "this episode's value"
-    else:
-        verdict = "ok" if base <= est_d <= base + extra else f"differs (expected {base}..{base + extra})"
-    rows["action delay"] = (conf_d, got_d, verdict)
-    if jitter is None:
-        rows["action jitter"] = (
-            "randomized",
-            f"0..{est_j} steps" if est_j is not None else "-",
-            "this episode's value",
-        )
-    else:
-        conf_j = f"{_g(jitter)} s: 0..{extra} step{'s' * (extra != 1)}" if jitter else "none"
-        got_j = f"0..{est_j} step{'s' * (est_j != 1)}" if est_j is not None else "-"
-        rows["action jitter"] = (conf_j, got_j, "ok" if est_j is None or est_j <= extra else "differs")
-    return {"channel": "actions ([latency])", "rows": rows, "notes": notes}
 
 
 def format_summary(summary: list[dict[str, Any]], dt: float, z: float | None = None, checks: int = 0) -> str:
@@ -977,12 +955,19 @@ def run_inspect(
     summary = []
     for c, (name, sensor, component) in enumerate(parts):
         # a configured scale factor or filter: the noise, bias and drift against the GT through their fit
-        terms = model_terms(cfg.sensors[sensor], component) if sensor in cfg.sensors else {}
+        terms = model_terms(cfg.sensors[sensor], component, dt) if sensor in cfg.sensors else {}
         if sensor in sampled and dt > 0:  # held readings: compare each sample with the GT of its step
             age = np.round(sampled[sensor]["age"] / dt).astype(int)
             row = estimate_sampled(
                 gt[:, c], measured[:, c], age, episode, due=sampled[sensor]["due"], **terms
             )
+        elif sensor in rec.ages and dt > 0:  # jitter: compare each reading with the GT its sample saw
+            age = np.round(rec.ages[sensor] / dt).astype(int)
+            row = estimate_sampled(
+                gt[:, c], measured[:, c], age, episode, due=np.ones(len(age), bool), **terms
+            )
+            for key in ("period_steps", "dropout", "due", "runs"):  # no sampler: no rate, nothing lost
+                row.pop(key)
         else:
             row = estimate_channel(gt[:, c], measured[:, c], max_lag=max_lag, episode_step=episode, **terms)
         entry = {"channel": name, **row}
