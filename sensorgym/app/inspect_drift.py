@@ -47,6 +47,9 @@ from typing import Any
 
 import numpy as np
 
+from .inspect_options import as_number as _number
+from .inspect_options import option_component as _component
+
 __all__ = [
     "DRIFT_BLOCK",
     "MEDIAN_ALLOWANCE",
@@ -64,17 +67,6 @@ DRIFT_BLOCK = 8
 MEDIAN_ALLOWANCE = 1.05
 
 
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _component(value: Any, i: int) -> Any:
-    if isinstance(value, (list, tuple)):
-        return value[i] if i < len(value) else value[-1]
-    return value
 
 
 def drift_terms(options: Any, component: int, dt: float) -> dict[str, Any] | None:

@@ -34,6 +34,8 @@ import numpy as np
 
 from .inspect_drift import drift_terms, within_block_variance
 from .inspect_fits import filter_decay, regress_filter
+from .inspect_options import as_number as _number
+from .inspect_options import option_component as _component
 
 __all__ = [
     "error_model_checks",
@@ -59,17 +61,6 @@ def loss_runs(due: np.ndarray) -> np.ndarray:
     return due[due > 1] - 1
 
 
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _component(value: Any, i: int) -> Any:
-    if isinstance(value, (list, tuple)):
-        return value[i] if i < len(value) else value[-1]
-    return value
 
 
 def _configured(options: Any, component: int) -> dict[str, Any]:

@@ -30,6 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from .inspect_options import as_number as _number
+from .inspect_options import option_component as _component
+
 __all__ = [
     "filter_decay",
     "fit_reading",
@@ -446,17 +449,6 @@ def match_delay(
     return {"delay_steps": best, "scores": scores, "samples": int(t.size)}
 
 
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _component(value: Any, i: int) -> Any:
-    if isinstance(value, (list, tuple)):
-        return value[i] if i < len(value) else value[-1]
-    return value
 
 
 def filter_decay(options: Any, component: int, dt: float) -> Any:

@@ -37,6 +37,8 @@ from .inspect_error_model import (
 )
 from .inspect_fits import fit_reading, match_delay, offset_errors
 from .inspect_latency import compare_latency
+from .inspect_options import as_number as _number
+from .inspect_options import option_component as _component
 
 __all__ = [
     "InspectResult",
@@ -461,18 +463,6 @@ def verdict_z(comparisons: int, alpha: float = 0.05) -> float:
     return float(norm.isf(alpha / (2 * max(1, comparisons))))
 
 
-def _component(value: Any, i: int) -> Any:
-    """Component ``i`` of an option (a number, a per-component sequence or a distribution)."""
-    if isinstance(value, (list, tuple)):
-        return value[i] if i < len(value) else value[-1]
-    return value
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _g(x: float) -> str:

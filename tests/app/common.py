@@ -190,3 +190,32 @@ class Command:
         """stderr without progress-bar redraws (tqdm writes them with carriage returns) and blank lines."""
         text = self.err.read_text()
         return [line for line in re.split(r"[\r\n]", text) if line.strip() and "%|" not in line]
+
+
+# -- inspect's false-alarm tests ------------------------------------------------------------------------
+#: seeds of a correct config each false-alarm test inspects
+INSPECT_SEEDS = 20
+#: Binomial(20, 0.05): 4 or more tables with a false "differs" has a chance of 1.6%
+MOST_FALSE_TABLES = 3
+#: the verdicts that call a configured value wrong
+FLAGS = ("differs", "larger than expected", "higher")
+
+
+def flagged(result) -> list[tuple[str, str, tuple[str, str, str]]]:
+    """``(channel, row, (configured, estimate, verdict))`` of every row of an inspect result whose verdict
+    calls the configured value wrong."""
+    return [
+        (entry["channel"], name, row)
+        for entry in result.summary
+        for name, row in entry.get("rows", {}).items()
+        if row[2].startswith(FLAGS)
+    ]
+
+
+def load_config_text(tmp_path_factory, text: str, name: str):
+    """A config loaded from ``text`` written to a fresh temporary file ``name``."""
+    from sensorgym.app.config import load_config
+
+    path = tmp_path_factory.mktemp("config") / name
+    path.write_text(text)
+    return load_config(path)

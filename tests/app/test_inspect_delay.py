@@ -16,9 +16,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sensorgym.app.config import load_config
 from sensorgym.app.inspect_fits import match_delay
 from sensorgym.app.inspection import compare_channel, run_inspect
+
+from .common import INSPECT_SEEDS, MOST_FALSE_TABLES, flagged, load_config_text
 
 #: correct configs of delayed sensors on Pendulum (dt = 0.05 s), each sensor its own table's rows
 DELAYED = """
@@ -72,26 +73,12 @@ noise = 0.05
 update_period = 0.07
 dropout = 0.05
 """
-SEEDS = 20
-#: Binomial(20, 0.05): 4 or more false tables has a chance of 1.6%
-MOST_FALSE_TABLES = 3
-FLAGS = ("differs", "larger than expected", "higher")
 
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
-    path = tmp_path_factory.mktemp("delay") / "delayed.toml"
-    path.write_text(DELAYED)
-    return load_config(path)
+    return load_config_text(tmp_path_factory, DELAYED, "delayed.toml")
 
-
-def _flagged(result) -> list[tuple[str, str, tuple[str, str, str]]]:
-    return [
-        (entry["channel"], name, row)
-        for entry in result.summary
-        for name, row in entry.get("rows", {}).items()
-        if row[2].startswith(FLAGS)
-    ]
 
 
 def test_a_delayed_sensor_with_losses_holds_or_a_filter_is_called_ok(config):
@@ -99,11 +86,11 @@ def test_a_delayed_sensor_with_losses_holds_or_a_filter_is_called_ok(config):
     whose estimate was 0 steps, and for filtered, 3 steps), and at most 3 tables with any "differs"
     (measured: 0 of 20; before: 20 of 20)."""
     false_tables, delays = [], []
-    for seed in range(SEEDS):
+    for seed in range(INSPECT_SEEDS):
         result = run_inspect(config, steps=400, seed=seed)
         delays.append({entry["channel"]: entry["rows"]["delay"] for entry in result.summary})
-        if _flagged(result):
-            false_tables.append((seed, _flagged(result)))
+        if flagged(result):
+            false_tables.append((seed, flagged(result)))
     wrong = [
         (seed, name, row) for seed, rows in enumerate(delays) for name, row in rows.items() if row[2] != "ok"
     ]

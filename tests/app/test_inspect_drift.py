@@ -21,9 +21,10 @@ import pytest
 import torch
 
 import sensorgym as sg
-from sensorgym.app.config import load_config
 from sensorgym.app.inspect_drift import gm_mean_variance, walk_variance, within_block_variance
 from sensorgym.app.inspection import compare_channel, run_inspect
+
+from .common import FLAGS, INSPECT_SEEDS, MOST_FALSE_TABLES, flagged, load_config_text
 
 #: correct configs on Pendulum (dt = 0.05 s)
 DRIFTING = """
@@ -70,36 +71,22 @@ index = [2]
 noise = 0.05
 random_walk_density = 0.05
 """
-SEEDS = 20
-#: Binomial(20, 0.05): 4 or more false tables has a chance of 1.6%
-MOST_FALSE_TABLES = 3
-FLAGS = ("differs", "larger than expected", "higher")
 
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
-    path = tmp_path_factory.mktemp("drift") / "drifting.toml"
-    path.write_text(DRIFTING)
-    return load_config(path)
+    return load_config_text(tmp_path_factory, DRIFTING, "drifting.toml")
 
-
-def _flagged(result) -> list[tuple[str, str, tuple[str, str, str]]]:
-    return [
-        (entry["channel"], name, row)
-        for entry in result.summary
-        for name, row in entry.get("rows", {}).items()
-        if row[2].startswith(FLAGS)
-    ]
 
 
 def test_a_correct_drifting_config_is_called_differs_in_at_most_5_percent_of_tables(config):
     """20 traces of 400 steps (22 checks a table): at most 3 tables with a "differs" (measured: 0 of 20;
     before: 20 of 20), and the walk's noise density unbiased (measured: 0.0500 mean; before: 0.0554)."""
     false_tables, densities = [], []
-    for seed in range(SEEDS):
+    for seed in range(INSPECT_SEEDS):
         result = run_inspect(config, steps=400, seed=seed)
-        if _flagged(result):
-            false_tables.append((seed, _flagged(result)))
+        if flagged(result):
+            false_tables.append((seed, flagged(result)))
         walk = next(entry for entry in result.summary if entry["channel"] == "walk")
         densities.append(float(walk["rows"]["noise density"][1].split(" ± ")[0]))
     assert len(false_tables) <= MOST_FALSE_TABLES, false_tables
@@ -109,7 +96,7 @@ def test_a_correct_drifting_config_is_called_differs_in_at_most_5_percent_of_tab
 
 def test_a_wrong_bias_walk_or_noise_density_is_called_differs(config):
     result = run_inspect(config, steps=2000, seed=0)
-    assert not _flagged(result), _flagged(result)  # the correct config: nothing differs
+    assert not flagged(result), flagged(result)  # the correct config: nothing differs
     entry = {s["channel"]: s for s in result.summary}
     wrong = {
         ("walk", "noise density"): dataclasses.replace(config.sensors["walk"], noise_density=0.035),

@@ -21,7 +21,7 @@ import sensorgym as sg
 from sensorgym.app.config import load_config
 from sensorgym.app.inspection import compare_channel, run_inspect, verdict_z
 
-from .common import sensorgym_here
+from .common import FLAGS, INSPECT_SEEDS, MOST_FALSE_TABLES, flagged, sensorgym_here
 
 #: a correct config with every term this file is about, on Pendulum (dt = 0.05 s)
 CORRECT = """
@@ -56,19 +56,7 @@ scale_factor = -0.03
 dropout = 0.1
 dropout_burst = 3.0
 """
-SEEDS = 20
-#: Binomial(20, 0.05): 4 or more false tables has a chance of 1.6%
-MOST_FALSE_TABLES = 3
-FLAGS = ("differs", "larger than expected", "higher")
 
-
-def _flagged(result) -> list[tuple[str, str, tuple[str, str, str]]]:
-    return [
-        (entry["channel"], name, row)
-        for entry in result.summary
-        for name, row in entry.get("rows", {}).items()
-        if row[2].startswith(FLAGS)
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -84,12 +72,12 @@ def test_a_correct_config_is_called_differs_in_at_most_5_percent_of_tables(confi
     and dropout rows)."""
     cfg = load_config(config)
     false_tables, rows = [], []
-    for seed in range(SEEDS):
+    for seed in range(INSPECT_SEEDS):
         result = run_inspect(cfg, steps=400, seed=seed)
         rows.append({entry["channel"]: entry["rows"] for entry in result.summary})
-        flagged = _flagged(result)
-        if flagged:
-            false_tables.append((seed, flagged))
+        bad = flagged(result)
+        if bad:
+            false_tables.append((seed, bad))
     assert len(false_tables) <= MOST_FALSE_TABLES, false_tables
     for table in rows:  # the scale factor has its row; a 50 Hz filter read 1 in 10 own samples is not seen
         assert "scale factor" in table["gyro"] and "scale factor" in table["speed"], table
@@ -104,7 +92,7 @@ def test_a_wrong_filter_scale_or_burst_is_called_differs(config):
     cfg = load_config(config)
     result = run_inspect(cfg, steps=2000, seed=0)
     entry = {s["channel"]: s for s in result.summary}
-    assert not _flagged(result), _flagged(result)  # the correct config: nothing differs
+    assert not flagged(result), flagged(result)  # the correct config: nothing differs
     angle, gyro, speed = (cfg.sensors[name] for name in ("angle", "gyro", "speed"))
     wrong = {
         # a 10 Hz filter (5x too slow) would leave a^m = 0.04 at 1 read per 10 own samples: the trace shows

@@ -17,8 +17,9 @@ import dataclasses
 
 import pytest
 
-from sensorgym.app.config import load_config
 from sensorgym.app.inspection import compare_channel, run_inspect
+
+from .common import INSPECT_SEEDS, MOST_FALSE_TABLES, flagged, load_config_text
 
 FITTED = """
 [env]
@@ -51,44 +52,30 @@ update_period = 0.010079380000000526
 dropout = 0.0014777597162701345
 dropout_burst = 2.0
 """
-SEEDS = 20
-#: Binomial(20, 0.05): 4 or more false tables has a chance of 1.6%
-MOST_FALSE_TABLES = 3
-FLAGS = ("differs", "larger than expected", "higher")
 
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
-    path = tmp_path_factory.mktemp("fitted") / "fitted_config.toml"
-    path.write_text(FITTED)
-    return load_config(path)
+    return load_config_text(tmp_path_factory, FITTED, "fitted_config.toml")
 
-
-def _flagged(result) -> list[tuple[str, str, tuple[str, str, str]]]:
-    return [
-        (entry["channel"], name, row)
-        for entry in result.summary
-        for name, row in entry.get("rows", {}).items()
-        if row[2].startswith(FLAGS)
-    ]
 
 
 def test_the_fitted_config_is_called_differs_in_at_most_5_percent_of_tables(config):
     """20 traces of 400 steps: at most 3 tables with a "differs" (measured: 0 of 20; before: 20 of 20), no
     fitted bandwidth ever "differs", and the jittered angle's noise std is its configured value."""
     false_tables = []
-    for seed in range(SEEDS):
+    for seed in range(INSPECT_SEEDS):
         result = run_inspect(config, steps=400, seed=seed)
-        flagged = _flagged(result)
-        assert not [f for f in flagged if f[1] == "bandwidth"], (seed, flagged)
-        if flagged:
-            false_tables.append((seed, flagged))
+        bad = flagged(result)
+        assert not [f for f in bad if f[1] == "bandwidth"], (seed, bad)
+        if bad:
+            false_tables.append((seed, bad))
     assert len(false_tables) <= MOST_FALSE_TABLES, false_tables
 
 
 def test_a_wrong_fitted_value_is_called_differs(config):
     result = run_inspect(config, steps=2000, seed=0)
-    assert not _flagged(result), _flagged(result)
+    assert not flagged(result), flagged(result)
     entry = {s["channel"]: s for s in result.summary}
     angle, gyro = config.sensors["angle"], config.sensors["gyro"]
     wrong = {
