@@ -280,7 +280,7 @@ def _stopped() -> str:
 def _train(args: argparse.Namespace) -> int:
     bars = _bars(args)
     _require("train", ["stable_baselines3", "tensorboard", *(["tqdm"] if bars else [])])
-    from .outdir import RUN_FILES, STUDY_FILES, move_aside, prepare_folder, run_conflict
+    from .outdir import RUN_FILES, STUDY_FILES, move_aside, prepare_folder, resume_conflict, run_conflict
     from .signals import interrupted_exit_code
     from .training import TrainingInterrupted, planned_timesteps, rollout_steps, train_from_config
 
@@ -319,9 +319,13 @@ def _train(args: argparse.Namespace) -> int:
         cfg, source = _config(args.config, "train")
     _check_env(cfg, source, training=True)
     prepare_folder(out)  # a file there, or a read-only place: one line, before anything is trained
-    if not args.resume:
-        from .config import UserError
+    from .config import UserError
 
+    if args.resume:
+        conflict = resume_conflict(out)  # a study is not a run: say so before "resuming ..."
+        if conflict:
+            raise UserError(conflict)
+    else:
         conflict = run_conflict(out)
         if conflict and not args.force:
             raise UserError(conflict)

@@ -9,7 +9,9 @@ Before ``train`` or ``ablate`` writes anything into ``--out`` (and ``inspect`` i
   refused; the same config resumes, and another ``[sweep]`` of it (more seeds, more levels) reuses the
   runs it shares;
 * ``train`` (without ``--resume``): a folder that holds a run (a checkpoint at N steps, or a finished
-  model) or a study is refused.
+  model) or a study is refused; ``train --resume`` on a study says it holds no run;
+* either: a folder holding files of the names the command writes that sensorgym did not write (a
+  ``config.json`` that is not a sensorgym config: the user's own) is refused.
 
 With ``--force`` nothing is deleted either: what the folder held is moved, as it was, into
 ``<out>/replaced-<UTC date and time>/`` and the command starts afresh.
@@ -44,10 +46,12 @@ __all__ = [
     "STUDY_FILES",
     "checkpoint_steps",
     "differing_keys",
+    "foreign_conflict",
     "move_aside",
     "prepare_file",
     "prepare_folder",
     "read_results",
+    "resume_conflict",
     "run_conflict",
     "study_base",
     "study_conflict",
@@ -172,6 +176,27 @@ def _force_hint(out: Path, what: str) -> str:
     return f"--force (which moves {what} to {out}/replaced-<time>/, nothing is deleted)"
 
 
+def _written_by_sensorgym(out: Path) -> bool:
+    """Whether ``out/config.json`` is a sensorgym config (what ``train`` and ``ablate`` write: a JSON
+    mapping with an ``env`` table holding an ``id``, and ``sensors``)."""
+    saved = _saved_config(out)
+    return isinstance(saved, dict) and isinstance(saved.get("env"), dict) and "id" in saved["env"]
+
+
+def foreign_conflict(out: Path, names: Iterable[str], command: str) -> str | None:
+    """Why ``command`` must not write its outputs ``names`` into ``out``: a file of those names is there
+    that sensorgym did not write (a ``config.json`` that is not a sensorgym config, or outputs beside none),
+    which writing would overwrite; ``None`` when there is none."""
+    present = [name for name in names if (out / name).exists()]
+    if not present or _written_by_sensorgym(out):
+        return None
+    shown = ", ".join(present[:3]) + (f" and {len(present) - 3} more" if len(present) > 3 else "")
+    return (
+        f"--out {out} holds {shown}, which `sensorgym {command}` did not write and would overwrite. Fix: "
+        "choose another --out (an empty or new folder), or " + _force_hint(out, "those files") + "."
+    )
+
+
 def study_conflict(out: Path, raw: Mapping[str, Any], run_ids: set[str]) -> str | None:
     """Why ``sensorgym ablate`` must not write the study of config ``raw`` (with runs ``run_ids``) into
     ``out``, or ``None`` when it may: the folder is new or empty, holds no finished run, or holds a study
@@ -182,8 +207,8 @@ def study_conflict(out: Path, raw: Mapping[str, Any], run_ids: set[str]) -> str 
             "--out, or " + _force_hint(out, "the run") + "."
         )
     rows = _finished_rows(out)
-    if not rows:
-        return None  # nothing finished there: nothing to lose
+    if not rows:  # nothing finished there: nothing of a study to lose, but maybe a user's own files
+        return foreign_conflict(out, STUDY_FILES, "ablate")
     saved = _saved_config(out)
     if saved is None:  # no config.json (written by hand?): only rows of this very plan are safe to mix
         if all(r.get("run_id") in run_ids for r in rows):
@@ -244,5 +269,17 @@ def run_conflict(out: Path) -> str | None:
             f"--out {out} holds an ablation study (results.csv). Fix: choose another --out, or "
             + _force_hint(out, "the study")
             + "."
+        )
+    return foreign_conflict(out, RUN_FILES, "train")
+
+
+def resume_conflict(out: Path) -> str | None:
+    """Why ``sensorgym train --resume`` cannot resume in ``out`` because it holds something else than a
+    run (an ablation study), or ``None``."""
+    if _finished_rows(out) and not (out / "checkpoint").exists():
+        return (
+            f"--out {out} holds an ablation study (results.csv), not a `sensorgym train` run: there is "
+            f"nothing to resume. Fix: pass the --out of a train run, or train anew in another folder "
+            f"(sensorgym train --out {out.parent / (out.name + '_train')})."
         )
     return None

@@ -814,7 +814,12 @@ def train_from_config(
 
     out = Path(out)
     if resume:
+        from .outdir import resume_conflict
+
         _recover_checkpoint(out / "checkpoint")
+        conflict = resume_conflict(out)
+        if conflict:
+            raise UserError(conflict)
         if (out / "config.json").exists() and not (out / "checkpoint" / "model.zip").exists():
             raise UserError(
                 f"--out {out}: the run there was stopped before its first update, so it has no checkpoint "

@@ -135,6 +135,41 @@ def test_train_force_moves_the_old_run_aside(run, tmp_path):
     assert (tmp_path / "run" / "model.zip").exists() and (tmp_path / "run" / "result.json").exists()
 
 
+@pytest.mark.parametrize("command", ["train", "ablate"])
+def test_a_users_own_file_of_an_output_name_is_not_overwritten(tmp_path, command):
+    """A folder holding a ``config.json`` that sensorgym did not write (a user's own notes) is refused in one
+    line; with ``--force`` it is moved aside, byte for byte (it was overwritten without a word)."""
+    (tmp_path / "tiny.toml").write_text(tiny_toml(extra=ONE_RUN if command == "ablate" else ""))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "config.json").write_text('{"my": "notes"}')
+    workers = ["--workers", "1"] if command == "ablate" else []
+    args = [command, "--config", "tiny.toml", "--out", "mine", *workers]
+    line = one_line(sensorgym(tmp_path, *args))
+    assert line == (
+        f"sensorgym {command}: --out mine holds config.json, which `sensorgym {command}` did not write and "
+        "would overwrite. Fix: choose another --out (an empty or new folder), or --force (which moves those "
+        "files to mine/replaced-<time>/, nothing is deleted)."
+    ), line
+    assert (tmp_path / "mine" / "config.json").read_text() == '{"my": "notes"}'
+    proc = sensorgym(tmp_path, *args, "--force")
+    assert proc.returncode == 0, proc.stderr
+    (moved,) = (tmp_path / "mine").glob("replaced-*")
+    assert (moved / "config.json").read_text() == '{"my": "notes"}'
+
+
+def test_train_resume_on_a_study_says_it_holds_no_run(study, tmp_path):
+    _copy(study, tmp_path)
+    before = _snapshot(tmp_path / "ab")
+    proc = sensorgym(tmp_path, "train", "--resume", "--out", "ab")
+    line = one_line(proc)
+    assert line.startswith(
+        "sensorgym train: --out ab holds an ablation study (results.csv), not a `sensorgym train` run: there "
+        "is nothing to resume."
+    ), line
+    assert "resuming" not in proc.stdout  # refused before it says what it would do
+    assert _snapshot(tmp_path / "ab") == before
+
+
 def test_the_readme_says_what_a_reused_out_does():
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "A reused `--out`" in readme and "--force" in readme and "replaced-" in readme
