@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 __all__ = ["DESCRIPTION", "add_fit_parser", "build_fit_parser", "run_fit"]
+
+_LONG = 50_000  # simulated steps from which progress is shown
 
 DESCRIPTION = (
     "Fit a sensor's error model to a log of it: the sample interval, lost samples and their bursts from the "
@@ -36,7 +39,7 @@ EPILOG = (
     "examples:\n"
     '  sensorgym fit imu.csv --channels "Gyroscope X (deg/s)" "Gyroscope Y (deg/s)" --names gyro\n'
     "  sensorgym fit flight.ulg --channels sensor_combined.gyro_rad[0] --static 0:5\n"
-    "  sensorgym fit imu.csv --channels gz --names angle --into examples/configs/train.toml\n"
+    "  sensorgym fit imu.csv --channels gx gy --names angle --into examples/configs/train.toml\n"
     "  sensorgym train --config sensorgym_outputs/fit/fitted_config.toml"
 )
 
@@ -103,23 +106,39 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _progress(enabled: bool) -> tuple[Any, Any]:
-    """A ``progress(done, total)`` callback drawing a tqdm bar (when tqdm is there), and its closer."""
+    """A ``progress(done, total)`` callback and its closer: on a terminal a tqdm bar (when tqdm is there);
+    elsewhere (a log file, a pipe, a batch job: a bar's redraws would fill it with control codes) one
+    plain line per tenth of the simulation, as ``train`` prints; nothing for a short log."""
     if not enabled:
         return None, lambda: None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None, lambda: None
     state: dict[str, Any] = {}
+    tty = sys.stderr.isatty()
+    tqdm = None
+    if tty:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return None, lambda: None
 
     def update(done: int, total: int) -> None:
-        if "bar" not in state:
-            if total < 50_000:  # short logs finish before a bar would help
-                return
-            bar = tqdm(total=total, desc="simulating the fitted config", unit="step", file=sys.stderr)
-            state["bar"] = bar
-        bar = state["bar"]
-        bar.update(done - bar.n)
+        if total < _LONG:  # short logs finish before a bar would help
+            return
+        if tqdm is not None:
+            if "bar" not in state:
+                state["bar"] = tqdm(
+                    total=total, desc="simulating the fitted config", unit="step", file=sys.stderr
+                )
+            state["bar"].update(done - state["bar"].n)
+            return
+        start = state.setdefault("start", time.perf_counter())
+        tenth = done * 10 // max(total, 1)
+        if tenth > state.get("tenth", 0):
+            state["tenth"] = tenth
+            seconds = time.perf_counter() - start
+            print(
+                f"  simulated {done:,} of {total:,} steps ({100 * done // max(total, 1)}%), {seconds:.0f} s",
+                flush=True,
+            )
 
     return update, lambda: state["bar"].close() if "bar" in state else None
 
@@ -127,7 +146,7 @@ def _progress(enabled: bool) -> tuple[Any, Any]:
 def _summary(result: Any) -> list[str]:
     from ..fitting.report import fmt_value
 
-    lines = []
+    lines = [f"warning: {w}" for w in result.warnings]
     for f in result.channels:
         t = f.timing
         found = [
@@ -146,6 +165,20 @@ def _summary(result: Any) -> list[str]:
             + ("; ".join(found) if found else "no noise term identifiable")
         )
     return lines
+
+
+def _check_config(raw: Any) -> None:
+    """``fit``'s check of a config mapping: it must load as ``train`` loads it (a one-line error)."""
+    from ..fitting.errors import FitError
+    from .config import ConfigError, parse_config
+
+    try:
+        parse_config(raw)
+    except ConfigError as e:
+        problem, _, fix = str(e).partition(" Fix: ")
+        raise FitError(
+            f"--into: the config with the fitted options would not load: {problem}", fix or "check it"
+        ) from None
 
 
 def run_fit(args: argparse.Namespace) -> int:
@@ -176,6 +209,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 envs=args.envs,
                 seed=args.seed,
                 progress=progress,
+                check_config=_check_config,
             )
         finally:
             close()
@@ -187,7 +221,9 @@ def run_fit(args: argparse.Namespace) -> int:
     print(f"wrote {written}")
     config = result.files.get("fitted_config.toml")
     if config is not None:
-        load_config(config)  # a config that does not load is a one-line error here, not at train time
+        load_config(config)  # checked before it was written; a last look as train will read it
+        for change in result.into_changes:
+            print(f"  {change}")
         print(f"{args.into} with the fitted options: sensorgym train --config {config}")
     for line in result.lines:
         print(line)

@@ -138,7 +138,11 @@ def allan_variance_batch(values: np.ndarray, m: np.ndarray) -> np.ndarray:
     phase = np.zeros((values.shape[0], values.shape[1] + 1))
     np.cumsum(values, axis=1, out=phase[:, 1:])
     out = np.empty(len(m))
+    buffer = np.empty_like(phase)  # the second differences, written in place (half the memory traffic)
     for i, k in enumerate(np.asarray(m, dtype=np.int64)):
-        d = phase[:, 2 * k :] - 2.0 * phase[:, k:-k] + phase[:, : -2 * k]
+        d = buffer[:, : phase.shape[1] - 2 * k]
+        np.subtract(phase[:, 2 * k :], phase[:, k:-k], out=d)
+        d -= phase[:, k:-k]
+        d += phase[:, : -2 * k]
         out[i] = np.einsum("ij,ij->", d, d) / (2.0 * d.size * k * k)
     return out

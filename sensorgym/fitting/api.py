@@ -6,7 +6,7 @@ Example (a synthetic white-noise log; ``out=None`` writes no files):
     >>> import sensorgym as sg
     >>> t = np.arange(20000) * 0.01
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "log.npz"
-    >>> np.savez(path, t=t, gyro=np.random.default_rng(0).normal(0.0, 0.05, (20000, 2)))
+    >>> np.savez(path, t=t, gyro=np.random.default_rng(2).normal(0.0, 0.05, (20000, 2)))
     >>> result = sg.fit(path, ["gyro[0]", "gyro[1]"], names=["gyro"], envs=8)
     >>> sorted(result.options["gyro"])
     ['dropout', 'noise_density', 'update_period']
@@ -16,8 +16,9 @@ Example (a synthetic white-noise log; ``out=None`` writes no files):
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,17 @@ import numpy as np
 
 from .allan import allan_deviation, fit_m, octave_m
 from .channels import Channel
-from .config_out import fitted_tables, merge_into, read_config, to_toml
+from .config_out import PER_SENSOR, fitted_tables, merge_into, read_config, to_toml
 from .delay import estimate_delay
 from .errors import FitError
 from .estimate import fit_allan
 from .lattice import lattice_step
+from .model import Gaps
 from .readers import read_channels
 from .result import ChannelFit, ClosedLoop, FitResult
 from .simulate import SimSensor, simulate
 from .static import find_static_window
-from .timing import analyse_timing
+from .timing import Timing, analyse_timing
 
 __all__ = ["ChannelFit", "ClosedLoop", "FitResult", "default_name", "fit"]
 
@@ -69,9 +71,18 @@ def _parse_static(static: str | tuple[float, float] | None) -> tuple[float, floa
     return start, end
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+_STATIC_DISPERSION = 3.0  # a window's Allan variance this far off the model is not demonstrably at rest
+
+
 def _names(channels: Sequence[str], names: Sequence[str] | None) -> list[str]:
     if not names:
         return [default_name(c) for c in channels]
+    for n in names:
+        if not _NAME.fullmatch(n):
+            raise FitError(
+                f"--names {n!r} is not a table name", "use letters, digits and _ (TABLE or TABLE.FIELD)"
+            )
     if len(names) == 1:
         return list(names) * len(channels)
     if len(names) != len(channels):
@@ -79,25 +90,77 @@ def _names(channels: Sequence[str], names: Sequence[str] | None) -> list[str]:
             f"--names gives {len(names)} names for {len(channels)} channels",
             "give one name per channel (repeat a name to make channels its components), or a single name",
         )
-    for n in names:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", n):
-            raise FitError(
-                f"--names {n!r} is not a table name", "use letters, digits and _ (TABLE or TABLE.FIELD)"
-            )
     return list(names)
 
 
+def _table(name: str) -> str:
+    return name.partition(".")[0]
+
+
+def _check_out(out: str | Path | None) -> Path | None:
+    """The output folder, refused before the work when it cannot be one."""
+    if out is None:
+        return None
+    out = Path(out)
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "--out" if p == out else f"--out {str(out)!r}: its folder"
+                raise FitError(f"{what} {str(p)!r} is a file, not a folder", "pass a folder for the outputs")
+            break
+    return out
+
+
+def _check_tables(chans: Sequence[Channel], names: Sequence[str], timings: dict[str, Timing]) -> None:
+    """One table is one sensor: its channels (components, or an IMU's fields) share one sample interval
+    and lose their samples together (docs/error_model.md), so they are refused otherwise, before the work."""
+    for table in dict.fromkeys(_table(n) for n in names):
+        group = [(c, n) for c, n in zip(chans, names, strict=True) if _table(n) == table]
+        periods = {n: timings[c.name].sample_interval for c, n in group}
+        if max(periods.values()) > 1.01 * min(periods.values()):
+            fields = len({n for _, n in group}) > 1
+            shown = ", ".join(f"{n} {p:.4g} s" for n, p in dict(sorted(periods.items())).items())
+            raise FitError(
+                f"the channels of [sensors.{table}] have different sample intervals ({shown})"
+                + (": an IMU has one update_period" if fields else ""),
+                "give channels of different rates different tables with --names (or resample the log to "
+                "one rate)",
+            )
+        first = timings[group[0][0].name]
+        for c, _ in group[1:]:
+            t = timings[c.name]
+            se = math.hypot(first.dropout_se, t.dropout_se)
+            if abs(t.dropout - first.dropout) > 3 * se + 1e-3:
+                raise FitError(
+                    f"the channels of [sensors.{table}] lose different samples ({group[0][0].name!r}: "
+                    f"dropout {first.dropout:.3g}, {c.name!r}: {t.dropout:.3g}); a sensor's components and "
+                    "an IMU's fields are lost together",
+                    "give them different tables with --names",
+                )
+
+
 def _fit_channel(
-    ch: Channel, name: str, component: int, window: tuple[float, float] | None, found: tuple[float, float]
+    ch: Channel,
+    name: str,
+    component: int,
+    timing: Timing,
+    window: tuple[float, float] | None,
+    found: tuple[float, float],
 ) -> ChannelFit:
-    timing = analyse_timing(ch.times)
     t0 = ch.times[0]
-    start, end = (t0 + window[0], t0 + window[1]) if window else found
+    if window and window[0] >= ch.duration:
+        raise FitError(
+            f"{ch.name}: --static {window[0]:g}:{window[1]:g} starts after the log ends "
+            f"({ch.duration:.4g} s from its first time stamp)",
+            f"give a window inside 0:{ch.duration:.4g}",
+        )
+    start, end = (t0 + window[0], t0 + min(window[1], ch.duration)) if window else found
     inside = (ch.times >= start) & (ch.times <= end)
     values = ch.values[inside]
     if len(values) < _MIN_STATIC:
         where = (
             f"--static {window[0]:g}:{window[1]:g}"
+            + (f" (the log ends at {ch.duration:.4g} s)" if window[1] > ch.duration else "")
             if window
             else f"the longest static stretch ({start - t0:.3g} to {end - t0:.3g} s)"
         )
@@ -108,9 +171,11 @@ def _fit_channel(
             "or record the sensor still for longer",
         )
     ts = timing.sample_interval
-    allan = allan_deviation(values, ts, fit_m(len(values), len(values) // 10))
+    gaps = Gaps.from_steps(np.rint(np.diff(ch.times[inside]) / ts))
+    # m counts received samples: tau is m mean intervals (m T_s without losses)
+    allan = allan_deviation(values, ts * gaps.mean, fit_m(len(values), len(values) // 10))
     step, step_se = lattice_step(values)
-    noise = fit_allan(allan, ts, resolution=step or 0.0)
+    noise = fit_allan(allan, ts, resolution=step or 0.0, gaps=gaps)
     return ChannelFit(
         ch,
         name,
@@ -126,15 +191,17 @@ def _fit_channel(
 
 
 def _options(fits: list[ChannelFit]) -> dict[str, dict[str, Any]]:
-    """The fitted options per name: per-sensor timing, per-component error terms (lists for several)."""
+    """The fitted options per name: per-sensor timing (the table's: its channels share it), per-component
+    error terms (lists for several)."""
     out: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(f.name for f in fits):
         group = [f for f in fits if f.name == name]
-        first = group[0].timing
+        table = [f for f in fits if _table(f.name) == _table(name)]
+        first = table[0].timing
         opts: dict[str, Any] = {"update_period": first.sample_interval, "dropout": first.dropout}
         if first.burst is not None:
             opts["dropout_burst"] = first.burst
-        delays = [f.delay.delay for f in group if f.delay is not None and f.delay.delay is not None]
+        delays = [f.delay.delay for f in table if f.delay is not None and f.delay.delay is not None]
         if delays:
             opts["delay"] = max(0.0, float(np.mean(delays)))
 
@@ -159,10 +226,55 @@ def _options(fits: list[ChannelFit]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _sim_sensors(fits: list[ChannelFit], options: dict[str, dict[str, Any]]) -> list[SimSensor]:
+    """One simulated sensor per table: an IMU's fields are the components of one sensor, so that one
+    sampler loses them together, as an IMU's sampler does and as fitted_config.toml simulates them."""
+    sensors = []
+    for table in dict.fromkeys(_table(f.name) for f in fits):
+        names = [n for n in options if _table(n) == table]
+        group = [f for n in names for f in fits if f.name == n]
+        terms = {k for n in names for k in options[n] if k not in PER_SENSOR}
+        error_terms: dict[str, list[float]] = {}
+        for term in sorted(terms):
+            column: list[float] = []
+            for n in names:
+                size = sum(1 for f in fits if f.name == n)
+                v = options[n].get(term, 0.0)
+                column += list(v) if isinstance(v, list) else [v] * size
+            error_terms[term] = column
+        first = options[names[0]]
+        timing_terms = {k: first[k] for k in ("dropout", "dropout_burst") if k in first}
+        sensors.append(
+            SimSensor(
+                table,
+                [f.channel.name for f in group],
+                {**error_terms, **timing_terms},
+                np.array([f.level for f in group]),
+                group[0].timing.sample_interval,
+                max(f.timing.slots for f in group),
+            )
+        )
+    return sensors
+
+
 def _check_m(f: ChannelFit) -> np.ndarray:
-    """Octave averaging factors with ``tau`` in ``[2 T_s, duration / 10]`` of the static window."""
-    ts = f.timing.sample_interval
-    return octave_m(f.allan.n, lo=2, hi=int(np.floor(f.duration / 10 / ts + 1e-9)))
+    """Octave averaging factors (received samples) with ``tau`` in ``[2 T_s, duration / 10]`` of the
+    static window."""
+    mean_interval = f.timing.sample_interval * (f.noise.gaps.mean if f.noise.gaps is not None else 1.0)
+    return octave_m(f.allan.n, lo=2, hi=int(np.floor(f.duration / 10 / mean_interval + 1e-9)))
+
+
+def _static_warning(f: ChannelFit) -> str | None:
+    """A warning when the window's Allan deviation is far off any error model (a motion, a vibration,
+    a temperature ramp): the fit of a window that is not at rest describes the motion, not the sensor."""
+    if f.noise.dispersion <= _STATIC_DISPERSION:
+        return None
+    how = "given with --static" if f.window_given else "found as the longest stretch without motion"
+    return (
+        f"{f.channel.name}: the window {f.window[0]:.4g}-{f.window[1]:.4g} s ({how}) is not demonstrably "
+        f"at rest: its Allan deviation departs from the error model by {f.noise.dispersion:.3g} times its "
+        "scatter; give a window at rest with --static START:END"
+    )
 
 
 def fit(
@@ -179,6 +291,7 @@ def fit(
     seed: int = 0,
     simulate_config: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    check_config: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> FitResult:
     """Fit the error-model options of each channel of ``log`` (docs/fit.md) and, with ``out``, write
     ``fitted.toml``, ``fit_report.md``, ``allan.png`` and ``timing.png`` there (and with ``into``,
@@ -198,32 +311,35 @@ def fit(
         envs: simulated envs for the closed-loop check; ``seed``: their seed.
         simulate_config: run the closed-loop simulation (``False``: estimates only).
         progress: ``progress(done, total)`` during the simulation.
+        check_config: with ``into``, called with a config mapping to validate it as ``train`` would (raise
+            :class:`FitError` to refuse it): before the work on ``into`` without the options the fit
+            decides, and on ``fitted_config.toml``'s mapping before it is written (the command line
+            passes ``sensorgym.app.config.parse_config``).
     """
     log = Path(log)
     table_names = _names(channels, names)
     window = _parse_static(static)
+    out_dir = _check_out(out)
     counts = {n: table_names.count(n) for n in table_names}
     raw = None
     if into is not None:  # a config that cannot take the options is refused before the work
         raw = read_config(into)
-        merge_into(raw, {n: {} for n in counts}, counts, str(into))
+        blank = merge_into(raw, {n: {} for n in counts}, counts, str(into), delay=reference is not None)
+        if check_config is not None:
+            check_config(blank.config)
     wanted = list(channels) + ([reference] if reference and reference not in channels else [])
     read = {c.name: c for c in read_channels(log, wanted, time=time)}
     chans = [read[c] for c in channels]
+    warnings = list(dict.fromkeys(w for c in chans for w in c.warnings))
+    timings = {c.name: analyse_timing(c.times) for c in chans}
+    _check_tables(chans, table_names, timings)
     found = find_static_window([(c.times, c.values) for c in chans]) if window is None else (0.0, 0.0)
     components: dict[str, int] = {}
     fits = []
     for ch, name in zip(chans, table_names, strict=True):
-        fits.append(_fit_channel(ch, name, components.get(name, 0), window, found))
+        fits.append(_fit_channel(ch, name, components.get(name, 0), timings[ch.name], window, found))
         components[name] = components.get(name, 0) + 1
-    for name in components:
-        periods = {f.timing.sample_interval for f in fits if f.name == name}
-        if max(periods) > 1.01 * min(periods):
-            raise FitError(
-                f"the channels named {name!r} have different sample intervals "
-                f"({', '.join(f'{p:.4g}' for p in sorted(periods))} s)",
-                "give channels of different rates different --names",
-            )
+    warnings += [w for w in map(_static_warning, fits) if w]
     if reference:
         ref = read[reference]
         for f in fits:
@@ -238,27 +354,12 @@ def fit(
     options = _options(fits)
     sim = None
     if simulate_config:
-        sensors = []
-        for name, opts in options.items():
-            group = [f for f in fits if f.name == name]
-            error_terms = {
-                k: v if isinstance(v, list) else [v]
-                for k, v in opts.items()
-                if k not in ("update_period", "delay", "dropout", "dropout_burst")
-            }
-            timing_terms = {k: v for k, v in opts.items() if k in ("dropout", "dropout_burst")}
-            sensors.append(
-                SimSensor(
-                    name,
-                    [f.channel.name for f in group],
-                    {**error_terms, **timing_terms},
-                    np.array([f.level for f in group]),
-                    group[0].timing.sample_interval,
-                    max(f.timing.slots for f in group),
-                )
-            )
         sim = simulate(
-            sensors, {f.channel.name: _check_m(f) for f in fits}, envs=envs, seed=seed, progress=progress
+            _sim_sensors(fits, options),
+            {f.channel.name: _check_m(f) for f in fits},
+            envs=envs,
+            seed=seed,
+            progress=progress,
         )
         for f in fits:
             m = sim.m[f.channel.name]
@@ -268,13 +369,21 @@ def fit(
                 log_at.taus, log_at.adev, log_at.lo, log_at.hi, sim.adev[f.channel.name][keep]
             )
     lines = [f.closed_loop.line(f.channel.name) for f in fits if f.closed_loop is not None]
-    result = FitResult(log, fits, options, sim, lines)
+    result = FitResult(log, fits, options, sim, lines, warnings=warnings)
+    merged = None
     if raw is not None:
-        merged, result.into_changes = merge_into(raw, options, components, str(into))
-    if out is not None:
+        merged = merge_into(raw, options, components, str(into), delay=reference is not None)
+        result.into_changes, result.into_removed, result.into_kept = (
+            merged.changes,
+            merged.removed,
+            merged.kept,
+        )
+        if check_config is not None:  # fitted_config.toml is written only once it loads
+            check_config(merged.config)
+    if out_dir is not None:
         from .report import write_outputs
 
-        write_outputs(result, Path(out), merged if into is not None else None, into)
+        write_outputs(result, out_dir, merged.config if merged is not None else None, into)
     return result
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import FitError
 
-__all__ = ["INDEXED", "Channel", "check_times", "closest"]
+__all__ = ["INDEXED", "Channel", "check_time_column", "check_times", "closest", "unit_of"]
 
 #: a column of a 2-D array (NPZ) or an element of an array field (ULog, bags): ``name[i]``
 INDEXED = re.compile(r"^(?P<base>.+)\[(?P<index>\d+)\]$")
@@ -26,12 +26,14 @@ class Channel:
         times: ``(n,)`` float64 seconds, strictly increasing.
         values: ``(n,)`` float64 values, finite.
         source: where it came from, for the report (e.g. ``"CSV column 3, times from 'Time (s)'"``).
+        warnings: what the reader doubts about it (printed and written to the report).
     """
 
     name: str
     times: np.ndarray
     values: np.ndarray
     source: str
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def duration(self) -> float:
@@ -69,8 +71,85 @@ def check_times(times: np.ndarray, where: str, fix_sort: str = "sort the log by 
         i = int(back[0])
         what = "repeats" if steps[i] == 0 else "goes back"
         raise FitError(
-            f"{where}: the time {what} at sample {i + 1} ({times[i]!r} then {times[i + 1]!r}); times must "
-            "increase",
+            f"{where}: the time {what} at sample {i + 1} ({float(times[i]):.10g} then "
+            f"{float(times[i + 1]):.10g}); times must increase",
             f"{fix_sort}, or drop repeated rows",
         )
     return times
+
+
+#: a column name that says it holds times
+_TIME_NAME = re.compile(r"time|stamp|clock|elapsed|^t$|^t[\s_(\[]|^sec|seconds", re.IGNORECASE)
+#: a time column's name that says its unit is not seconds: (pattern, unit, factor to seconds)
+_NOT_SECONDS = (
+    (
+        re.compile(r"(^|[^a-z])(ms|msec|millis|milliseconds?)([^a-z]|$)", re.IGNORECASE),
+        "milliseconds",
+        "1000",
+    ),
+    (
+        re.compile(r"(^|[^a-z])(us|µs|usec|micros|microseconds?)([^a-z]|$)", re.IGNORECASE),
+        "microseconds",
+        "1e6",
+    ),
+    (re.compile(r"(^|[^a-z])(ns|nsec|nanos|nanoseconds?)([^a-z]|$)", re.IGNORECASE), "nanoseconds", "1e9"),
+)
+
+
+def check_time_column(
+    times: np.ndarray, name: str, given: bool, where: str, flag: str = "--time"
+) -> tuple[np.ndarray, list[str]]:
+    """The time column ``name`` of a CSV or NPZ as seconds, and warnings; refused in one line where it is
+    not a time in seconds: no time column at all (the default first column does not increase and is not
+    named like one), a sample counter (steps of exactly 1, not named like a time), a name that gives
+    another unit (``t_ms``, ``time [us]``). A median interval of half a second or more is a warning.
+
+    Example:
+        >>> import numpy as np
+        >>> try:
+        ...     check_time_column(np.arange(100.0), "sample", False, "log.csv")
+        ... except FitError as e:
+        ...     print(e)  # doctest: +ELLIPSIS
+        log.csv: the first column 'sample' counts samples (steps of exactly 1), it is not a time ... Fix: ...
+    """
+    times = np.asarray(times, dtype=np.float64)
+    timely = bool(_TIME_NAME.search(name))
+    which = f"the time column {name!r}" if given else f"the first column {name!r}"
+    how = f"name the time column with {flag} COLUMN (in seconds), or put it first"
+    for pattern, unit, factor in _NOT_SECONDS:
+        if pattern.search(name):
+            raise FitError(
+                f"{where}: {which} is in {unit} by its name; times must be in seconds",
+                f"convert it to seconds (divide by {factor}) and name it e.g. 'time'",
+            )
+    if len(times) >= 3 and np.all(np.isfinite(times)):
+        steps = np.diff(times)
+        if not given and not timely and np.any(steps <= 0):
+            raise FitError(f"{where}: no time column ({which} does not increase: it is not a time)", how)
+        if not timely and np.all(steps == 1.0):
+            raise FitError(
+                f"{where}: {which} counts samples (steps of exactly 1), it is not a time in seconds", how
+            )
+    times = check_times(times, f"{where} column {name!r}")
+    warnings = []
+    median = float(np.median(np.diff(times)))
+    if median >= 0.5:
+        warnings.append(
+            f"{which} has a median interval of {median:.4g} s: if that is not seconds, convert it "
+            f"(times must be in seconds; {flag} names another column)"
+        )
+    return times, warnings
+
+
+_UNIT = re.compile(r"[(\[]([^()\[\]]+)[)\]]\s*$")
+
+
+def unit_of(channel: str) -> str | None:
+    """The unit a channel's name ends with, in parentheses or brackets, or ``None``.
+
+    Example:
+        >>> unit_of("Gyroscope X (deg/s)"), unit_of("acc_z [m/s^2]"), unit_of("gyro_x")
+        ('deg/s', 'm/s^2', None)
+    """
+    m = _UNIT.search(channel)
+    return m[1].strip() if m else None

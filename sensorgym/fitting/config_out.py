@@ -3,10 +3,14 @@
 ``fitted.toml`` holds one ``[sensors.NAME]`` table per fitted name with the options ``fit`` identified
 (a per-component list where a name has several channels; ``TABLE.FIELD`` names write an IMU's per-field
 options ``FIELD_noise_density``, ...). ``--into CONFIG`` writes ``CONFIG``'s copy in which the sensor
-tables of those names take the fitted options, their sources (``type``, ``key``, ``index``, body) and
-every other key unchanged; an option the fit replaces by its density form (``noise`` by
-``noise_density``, ``random_walk`` by ``random_walk_density``) is removed, since a component may not
-have both. The copy is plain TOML (the original's comments are not kept).
+tables of those names describe the sensor the fit simulated: their sources (``type``, ``key``, ``index``,
+body, history) unchanged, and every error-model term the fit estimates (:func:`owned_keys`: noise and
+random walk in either unit, bias instability and its correlation time, bandwidth, resolution, the
+sample interval, the losses, and the delay with ``--reference``) either the fitted value or removed
+(not identifiable from this log; an IMU field whose table gives the 9-component option gets its field's
+option written as 0 instead, so that the table's value does not apply to it). What a log at rest cannot
+show (a constant bias, a scale factor, jitter, a mount, the delay without a reference) is kept, and listed
+as kept, not fitted. The copy is plain TOML (the original's comments are not kept).
 
 Example:
     >>> import tomllib
@@ -34,12 +38,38 @@ from typing import Any
 from ..core.sensor import SENSOR_REGISTRY
 from .errors import FitError, require
 
-__all__ = ["PER_SENSOR", "fitted_tables", "merge_into", "read_config", "to_toml"]
+__all__ = [
+    "FITTED_TERMS",
+    "PER_SENSOR",
+    "Merge",
+    "fitted_tables",
+    "merge_into",
+    "owned_keys",
+    "read_config",
+    "sweep_keys",
+    "to_toml",
+]
 
 #: options that belong to a whole sensor (one value, no field prefix), not to a component or an IMU field
 PER_SENSOR = ("update_period", "dropout", "dropout_burst", "delay")
 #: a fitted option -> the option it replaces (a component may not have both)
 REPLACES = {"noise_density": "noise", "random_walk_density": "random_walk"}
+#: the per-component error-model terms the fit estimates (per field for an IMU field)
+FITTED_TERMS = (
+    "noise_density",
+    "random_walk_density",
+    "bias_instability",
+    "bias_correlation_time",
+    "bandwidth",
+    "resolution",
+)
+#: the per-sensor terms the fit estimates from the time stamps
+SAMPLER_TERMS = ("update_period", "dropout", "dropout_burst")
+#: keys of a sensor table that are not part of its error model (never listed as kept)
+_NOT_ERROR_MODEL = frozenset(
+    ("type", "key", "index", "shape", "body", "history_length", "padding_type", "nan_policy", "max_delay",
+     "magnetic_field")
+)  # fmt: skip
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -138,17 +168,87 @@ def _components(table: Mapping[str, Any]) -> int | None:
     return None
 
 
+def owned_keys(field: str = "", delay: bool = False) -> list[str]:
+    """The keys of a sensor table whose values the fit decides for a channel named ``TABLE`` (``field``
+    empty) or ``TABLE.FIELD``: the per-component terms it estimates and their per-step twins (prefixed
+    ``FIELD_`` for a field), the sampler's, and ``delay`` with a reference."""
+    terms = [*FITTED_TERMS, *REPLACES.values()]
+    keys = [f"{field}_{t}" if field else t for t in terms]
+    return keys + list(SAMPLER_TERMS) + (["delay"] if delay else [])
+
+
+def sweep_keys(raw: Mapping[str, Any]) -> list[str]:
+    """The dotted paths a config's ``[sweep]`` sets (its grid's axes and its list's keys)."""
+    sweep = raw.get("sweep")
+    if not isinstance(sweep, Mapping):
+        return []
+    keys = list(sweep.get("grid", {}) or {}) if isinstance(sweep.get("grid"), Mapping) else []
+    cells = sweep.get("list") if isinstance(sweep.get("list"), list) else []
+    for cell in cells:
+        if isinstance(cell, Mapping):
+            keys += [k for k in cell if k not in keys]
+    return keys
+
+
+@dataclasses.dataclass
+class Merge:
+    """``merge_into``'s result: the new config, one line per table saying what changed, and per table the
+    keys removed (with why) and the error-model keys kept from the config (not fitted)."""
+
+    config: dict[str, Any]
+    changes: list[str]
+    removed: dict[str, list[str]]
+    kept: dict[str, list[str]]
+
+    def __iter__(self):  # ``merged, changes = merge_into(...)``
+        return iter((self.config, self.changes))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def merge_into(
-    raw: Mapping[str, Any], fitted: Mapping[str, Mapping[str, Any]], counts: Mapping[str, int], source: str
-) -> tuple[dict[str, Any], list[str]]:
+    raw: Mapping[str, Any],
+    fitted: Mapping[str, Mapping[str, Any]],
+    counts: Mapping[str, int],
+    source: str,
+    delay: bool = False,
+) -> Merge:
     """``raw`` with the ``fitted`` options (``{name: {option: value}}``, names possibly ``TABLE.FIELD``)
-    written into its sensor tables; ``counts[name]`` is the number of channels of each name. Returns the
-    new mapping and one line per table saying what changed."""
+    written into its sensor tables, every other key the fit decides (:func:`owned_keys`) removed;
+    ``counts[name]`` is the number of channels of each name, ``delay`` whether the delay was fitted (a
+    reference). Refused in one line: a table that is not there, another number of components, an
+    options class without the options, a ``[sweep]`` that sets a key the fit decides. With ``fitted``
+    empty per name it is the check before the work."""
     out = copy.deepcopy(dict(raw))
     sensors = out["sensors"]
     by_class = {cls.__name__: cls for cls in SENSOR_REGISTRY}
     by_class.update({sensor.__name__: opts for opts, sensor in SENSOR_REGISTRY.items()})
-    changes = []
+    owned_by_table: dict[str, dict[str, str]] = {}  # table -> owned key -> the fitted name it is for
+    for name in fitted:
+        table_name, _, field_name = name.partition(".")
+        for key in owned_keys(field_name, delay):
+            owned_by_table.setdefault(table_name, {})[key] = name
+    for path in sweep_keys(raw):
+        parts = path.split(".")
+        if len(parts) == 3 and parts[0] == "sensors" and parts[2] in owned_by_table.get(parts[1], {}):
+            table_name, key = parts[1], parts[2]
+            term = key.split("_", 1)[1] if key.split("_", 1)[0] in ("acc", "gyro", "mag") else key
+            why = (
+                "a noise level per step cannot coexist with the fitted noise_density"
+                if term in REPLACES.values()
+                else "each level would replace the fitted value"
+            )
+            raise FitError(
+                f"--into {source}: its [sweep] varies {path!r}, which the fit decides for "
+                f"[sensors.{table_name}] ({why})",
+                f'remove "{path}" from the [sweep] of {source} (sweep the critic, the seeds or another '
+                "sensor), or fit into a config without it",
+            )
+    changes: list[str] = []
+    removed: dict[str, list[str]] = {}
+    kept: dict[str, list[str]] = {}
     for name, options in fitted.items():
         table_name, _, field_name = name.partition(".")
         if table_name not in sensors or not isinstance(sensors[table_name], Mapping):
@@ -162,27 +262,50 @@ def merge_into(
         n = _components(table)
         if not field_name and n is not None and n != counts[name]:
             raise FitError(
-                f"--into {source}: [sensors.{table_name}] has {n} components and {counts[name]} channels "
-                "were fitted to it",
-                f"give it {n} channels with --names, in component order",
+                f"--into {source}: [sensors.{table_name}] has {_plural(n, 'component')} and "
+                f"{_plural(counts[name], 'channel')} {'was' if counts[name] == 1 else 'were'} fitted to it",
+                f"give it {_plural(n, 'channel')} with --names, in component order",
             )
-        written = []
-        for option, value in options.items():
-            key = option if (option in PER_SENSOR or not field_name) else f"{field_name}_{option}"
+        original = dict(raw["sensors"][table_name])
+        written, gone = [], []
+        for key in owned_keys(field_name, delay):
+            option = key[len(field_name) + 1 :] if field_name and key not in PER_SENSOR else key
             if fields is not None and key not in fields:
-                raise FitError(
-                    f"--into {source}: {table.get('type')} of [sensors.{table_name}] has no option {key!r}",
-                    "fit its channels into a sensor type that has the error-model options "
-                    "(e.g. StateSensorOptions)",
-                )
-            table[key] = value
-            written.append(key)
-            if option in REPLACES:
-                old = REPLACES[option] if not field_name else f"{field_name}_{REPLACES[option]}"
-                if table.pop(old, None) is not None:
-                    written.append(f"(removed {old})")
-        changes.append(f"[sensors.{table_name}]: {', '.join(written)}")
-    return out, changes
+                if option in options or option in FITTED_TERMS or option in SAMPLER_TERMS:
+                    raise FitError(
+                        f"--into {source}: {table.get('type')} of [sensors.{table_name}] has no option "
+                        f"{key!r}",
+                        "fit its channels into a sensor type that has the error-model options "
+                        "(e.g. StateSensorOptions)",
+                    )
+                continue
+            if option in options:
+                table[key] = options[option]
+                written.append(key)
+                continue
+            if field_name and key not in PER_SENSOR and option in table:
+                # the table's 9-component option would apply to this field: switch it off here
+                table[key] = 0.0
+                gone.append(f"{key} = 0 (the table's {option} no longer applies to {field_name})")
+            elif key in table and not (key in PER_SENSOR and name != owned_by_table[table_name][key]):
+                del table[key]
+                replaced = {v: k for k, v in REPLACES.items()}.get(option)
+                if replaced is not None and replaced in options:
+                    gone.append(f"{key} (replaced by {f'{field_name}_' if field_name else ''}{replaced})")
+                else:
+                    gone.append(f"{key} (not identifiable from this log)")
+        if written or gone:
+            line = f"[sensors.{table_name}]" + (f" ({field_name})" if field_name else "")
+            line += f": {', '.join(written) or 'nothing'} written"
+            line += f"; removed {', '.join(gone)}" if gone else ""
+            changes.append(line)
+        removed.setdefault(table_name, []).extend(g for g in gone if g not in removed.get(table_name, []))
+        owned = owned_by_table[table_name]
+        kept[table_name] = [k for k in original if k not in _NOT_ERROR_MODEL and k not in owned]
+    for table_name, keys in kept.items():
+        if keys:
+            changes.append(f"[sensors.{table_name}]: kept from {source}, not fitted: {', '.join(keys)}")
+    return Merge(out, changes, removed, kept)
 
 
 def fitted_tables(options: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -42,8 +42,9 @@ def plot_allan(result: FitResult, path: Path) -> Path:
         ax.fill_between(a.taus, a.lo, a.hi, color="tab:blue", alpha=0.2, lw=0, label="log, 95% band")
         ax.loglog(a.taus, a.adev, "o", ms=3.5, color="tab:blue", label="log")
         dense = np.unique(np.geomspace(1, a.m.max(), 200).round().astype(np.int64))
+        gaps = f.noise.gaps
         ax.loglog(
-            dense * f.timing.sample_interval,
+            dense * f.timing.sample_interval * (gaps.mean if gaps is not None else 1.0),
             f.noise.model_adev(dense),
             "-",
             color="black",
@@ -66,7 +67,7 @@ def plot_allan(result: FitResult, path: Path) -> Path:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(f"{result.log.name}: Allan deviation (grey: the closed-loop τ range)", fontsize=10)
-    fig.tight_layout()
+    _margins(fig, top=0.85, bottom=0.5, left=0.7, right=0.15, wspace=0.3, hspace=0.55)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -80,10 +81,10 @@ def plot_timing(result: FitResult, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(dict.fromkeys(f.name for f in result.channels))
+    names = list(dict.fromkeys(f.name.partition(".")[0] for f in result.channels))  # one sensor per table
     fig, axes = plt.subplots(len(names), 2, figsize=(10, 3.2 * len(names)), squeeze=False)
     for row, name in zip(axes, names, strict=True):
-        f = next(f for f in result.channels if f.name == name)
+        f = next(f for f in result.channels if f.name.partition(".")[0] == name)
         t = f.timing
         sim = result.sim.timing.get(name) if result.sim is not None else None
         bins = np.linspace(0, max(4.0, float(np.max(t.intervals)) + 0.5), 80)
@@ -100,6 +101,7 @@ def plot_timing(result: FitResult, path: Path) -> Path:
             )
         row[0].set_yscale("log")
         row[0].set_xlabel("interval between received samples (T_s)")
+        row[0].set_ylabel("fraction of intervals (density)")
         row[0].set_title(f"{name}: T_s = {t.sample_interval:.5g} s", fontsize=9)
         row[0].legend(fontsize=7)
         top = max([1, *t.runs.tolist(), *((sim.runs.tolist()) if sim is not None else [])])
@@ -126,9 +128,25 @@ def plot_timing(result: FitResult, path: Path) -> Path:
         if not len(t.runs) and (sim is None or not len(sim.runs)):
             row[1].text(0.5, 0.5, "no lost samples", ha="center", va="center", transform=row[1].transAxes)
         row[1].set_xlabel("run of lost samples (samples)")
+        row[1].set_ylabel("fraction of runs")
         row[1].set_title("loss runs", fontsize=9)
-        row[1].legend(fontsize=7)
-    fig.tight_layout()
+        if row[1].get_legend_handles_labels()[0]:  # a lossless log has nothing to label
+            row[1].legend(fontsize=7)
+    _margins(fig, top=0.35, bottom=0.5, left=0.75, right=0.15, wspace=0.25, hspace=0.55)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _margins(fig, top: float, bottom: float, left: float, right: float, wspace: float, hspace: float) -> None:
+    """Fixed margins in inches (``tight_layout`` measures every tick label first: half of a figure's
+    time on a 1-hour log)."""
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(
+        left=left / width,
+        right=1 - right / width,
+        bottom=bottom / height,
+        top=1 - top / height,
+        wspace=wspace,
+        hspace=hspace,
+    )

@@ -18,12 +18,13 @@ Example:
 from __future__ import annotations
 
 import csv
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from .channels import INDEXED, Channel, check_times, closest
+from .channels import INDEXED, Channel, check_time_column, check_times, closest
 from .errors import FitError
 
 __all__ = ["Channel", "check_times", "closest", "read_channels"]
@@ -60,6 +61,7 @@ def _read_csv(path: Path, channels: Sequence[str], time: str | None) -> list[Cha
             f"{path}: the first line holds numbers, not column names",
             "add a header line naming the columns (e.g. time,gyro_x,...)",
         )
+    given = time is not None
     time = header[0] if time is None else time
     for name in [time, *channels]:
         if name not in header:
@@ -68,18 +70,26 @@ def _read_csv(path: Path, channels: Sequence[str], time: str | None) -> list[Cha
     cols = [header.index(time), *(header.index(c) for c in channels)]
     unique = sorted(set(cols))
     try:
-        data = np.loadtxt(path, delimiter=delimiter, skiprows=1, usecols=unique, ndmin=2, dtype=np.float64)
+        with warnings.catch_warnings():  # numpy warns of an empty file: said below in one line instead
+            warnings.simplefilter("ignore")
+            data = np.loadtxt(
+                path, delimiter=delimiter, skiprows=1, usecols=unique, ndmin=2, dtype=np.float64
+            )
     except ValueError as e:
         raise FitError(
             f"{path}: a value is not a number ({' '.join(str(e).split())})",
             "leave only numbers below the header (empty fields as nan)",
         ) from None
+    if len(data) == 0:
+        raise FitError(
+            f"{path}: a header and no data rows", "export the log with its samples below the header"
+        )
     column = {c: data[:, unique.index(c)] for c in unique}
-    times = check_times(column[cols[0]], f"{path} column {time!r}")
+    times, doubts = check_time_column(column[cols[0]], time, given, str(path))
     out = []
     for name, c in zip(channels, cols[1:], strict=True):
         t, v = _finite(name, times, column[c], str(path))
-        out.append(Channel(name, t, v, f"CSV column {name!r}, times from column {time!r} (s)"))
+        out.append(Channel(name, t, v, f"CSV column {name!r}, times from column {time!r} (s)", list(doubts)))
     return out
 
 
@@ -96,10 +106,11 @@ def _read_npz(path: Path, channels: Sequence[str], time: str | None) -> list[Cha
         arrays = {k: npz[k] for k in npz.files}
     if not arrays:
         raise FitError(f"{path}: no arrays", "save the time stamps and channels with numpy.savez")
+    given = time is not None
     time = next(iter(arrays)) if time is None else time
     if time not in arrays or arrays[time].ndim != 1:
         raise FitError(f"{path}: no 1-D time array {time!r}", closest(time, list(arrays)))
-    times = check_times(arrays[time], f"{path} array {time!r}")
+    times, doubts = check_time_column(arrays[time], time, given, str(path))
     out = []
     for name in channels:
         m = INDEXED.match(name)
@@ -120,7 +131,7 @@ def _read_npz(path: Path, channels: Sequence[str], time: str | None) -> list[Cha
                 "save one value per time stamp",
             )
         t, v = _finite(name, times, values, str(path))
-        out.append(Channel(name, t, v, f"NPZ array {name!r}, times from {time!r} (s)"))
+        out.append(Channel(name, t, v, f"NPZ array {name!r}, times from {time!r} (s)", list(doubts)))
     return out
 
 

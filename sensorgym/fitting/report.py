@@ -16,21 +16,35 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .channels import unit_of
 from .config_out import fitted_tables, to_toml
 from .estimate import TERMS
 
 if TYPE_CHECKING:
     from .result import ChannelFit, FitResult
 
-__all__ = ["fmt_value", "report_markdown", "write_outputs"]
+__all__ = ["fmt_value", "report_markdown", "units", "write_outputs"]
 
-UNITS = {
-    "noise_density": "unit/√Hz",
-    "bandwidth": "Hz",
-    "random_walk_density": "unit/s/√Hz",
-    "bias_instability": "unit",
-    "bias_correlation_time": "s",
-}
+
+def units(channel: str) -> dict[str, str]:
+    """The unit of each fitted term of ``channel``, from the unit its name ends with (``"Gyroscope X
+    (deg/s)"``: ``(deg/s)/√Hz``), else in "channel units".
+
+    Example:
+        >>> units("Gyroscope X (deg/s)")["noise_density"], units("gyro_x")["random_walk_density"]
+        ('(deg/s)/√Hz', '(channel units)/s/√Hz')
+    """
+    unit = unit_of(channel)
+    base = unit if unit else "channel units"
+    wrapped = f"({base})" if (not unit or any(c in base for c in "/* ")) else base
+    return {
+        "noise_density": f"{wrapped}/√Hz",
+        "bandwidth": "Hz",
+        "random_walk_density": f"{wrapped}/s/√Hz",
+        "bias_instability": base,
+        "bias_correlation_time": "s",
+        "resolution": base,
+    }
 
 
 def fmt_value(value: float, se: float | None) -> str:
@@ -84,16 +98,21 @@ def _timing_rows(f: ChannelFit) -> list[str]:
 
 def _noise_rows(f: ChannelFit) -> list[str]:
     out = []
+    unit = units(f.channel.name)
     for term in TERMS:
         e = f.noise.estimates[term]
         if e.identified:
-            out.append(_row(term, f"{fmt_value(e.value, e.se)} {UNITS[term]}", _tau(e.tau), ""))
+            wide = e.se is not None and e.se > 0.5 * e.value
+            note = f"uncertain by a factor {math.exp(e.se / e.value):.2g}" if wide else ""
+            out.append(_row(term, f"{fmt_value(e.value, e.se)} {unit[term]}", _tau(e.tau), note))
         else:
             bound = f" (< {e.upper:.3g} at 95%)" if e.upper else ""
             out.append(_row(term, NOT_IDENTIFIABLE + bound, "–", e.note))
     step, step_se = f.resolution
     if step is not None:
-        out.append(_row("resolution", fmt_value(step, step_se), "the values' lattice", ""))
+        out.append(
+            _row("resolution", f"{fmt_value(step, step_se)} {unit['resolution']}", "the values' lattice", "")
+        )
     else:
         why = "the values lie on no lattice coarser than 1% of their step-to-step spread"
         out.append(_row("resolution", NOT_IDENTIFIABLE, "–", why))
@@ -124,8 +143,9 @@ def _channel_section(f: ChannelFit) -> list[str]:
         *_noise_rows(f),
         "",
         *(f"- {n}" for n in f.noise.notes),
-        f"- Fit: {_structure(f.noise.structure)}; over-dispersion of the Allan variance about the model "
-        f"φ = {f.noise.dispersion:.2f} (1: as Greenhall's degrees of freedom predict).",
+        f"- Fit: {_structure(f.noise.structure)}; misfit of the Allan variance about the model "
+        f"φ = {f.noise.dispersion:.2f} (its chi-square per degree of freedom under the estimates' joint law, "
+        "at least 1; the uncertainties above are widened by its square root).",
     ]
     c = f.closed_loop
     if c is not None and len(c.taus):
@@ -155,18 +175,30 @@ def _sim_lines(result: FitResult) -> list[str]:
     sim = result.sim
     lines = ["## Closed loop: the fitted config simulated through SensorManager", ""]
     for name, timing in sim.timing.items():
-        log_t = next(f for f in result.channels if f.name == name).timing
+        log_t = next(f for f in result.channels if f.name.partition(".")[0] == name).timing
         burst = f"{timing.burst:.3g}" if timing.burst is not None else "–"
         log_burst = f"{log_t.burst:.3g}" if log_t.burst is not None else "–"
         runs = f" ({sim.segments[name]} runs of a part of the log each)" if sim.segments[name] > 1 else ""
         if sim.timing_run.get(name):
             envs, steps = sim.timing_run[name]
-            runs += f" without its losses; their timing from {envs} envs x {steps:,} steps with every option"
+            runs += (
+                " stepped without the sampler's losses, which were then drawn from its law (the fitted "
+                f"dropout and burst); the timing from {envs} envs x {steps:,} steps with every option"
+            )
         lines.append(
             f"- `{name}`: {sim.envs[name]} envs x {sim.steps[name]:,} steps of {log_t.sample_interval:.4g} s"
             f"{runs}; loss fraction {timing.dropout:.4g} (log {log_t.dropout:.4g}), mean burst {burst} "
             f"(log {log_burst})"
         )
+    for name, segments in sim.segments.items():
+        if segments > 1:
+            slots = max(f.timing.slots for f in result.channels if f.name.partition(".")[0] == name)
+            whole = sim.envs[name] * sim.steps[name] / max(slots, 1)
+            lines.append(
+                f"- `{name}`: the check asks for 64 envs of the log's duration; a log this long is simulated "
+                f"as {segments} shorter runs side by side, {whole:.3g} log lengths in all (memory caps the "
+                "stored readings, and the 30 s budget the steps; docs/fit.md, The closed loop)"
+            )
     lines += [f"- simulation time: {sim.seconds:.1f} s", "", *(f"    {line}" for line in result.lines), ""]
     return lines
 
@@ -177,19 +209,27 @@ def report_markdown(result: FitResult, into: str | Path | None = None) -> str:
     lines = [
         f"# sensorgym fit: {result.log.name}",
         "",
-        f"Written {when} from `{result.log}`. Uncertainties are one standard error. The Allan deviation "
-        "is the overlapping one (allantools) on the samples as received; its 95% band is chi-square with "
+        f"Written {when} from `{result.log}`. Uncertainties are one standard error, the choice between "
+        "models with and without each term included. The Allan deviation "
+        "is the overlapping one (allantools) on the samples as received (τ: m received samples times "
+        "their mean interval); its 95% band is chi-square with "
         "Greenhall's degrees of freedom. A value is reported only where the log shows it (docs/fit.md says "
         "how each is estimated).",
         "",
     ]
+    if result.warnings:
+        lines += ["## Warnings", "", *(f"- {w}" for w in result.warnings), ""]
     for f in result.channels:
         lines += _channel_section(f)
     if result.sim is not None:
         lines += _sim_lines(result)
-    if result.into_changes:
+    if result.into_changes or result.into_kept:
         lines += [
             f"## `fitted_config.toml` (from `{into}`)",
+            "",
+            "Its tables of the fitted names are the sensor simulated above: every error-model term the fit "
+            "estimates is the fitted value, or removed where this log cannot show it; what a log at rest "
+            "cannot show is kept from the config, not fitted.",
             "",
             *(f"- {c}" for c in result.into_changes),
             "",

@@ -83,6 +83,9 @@ class FitResult:
         lines: the closed-loop lines, one per channel.
         files: the files written (``"fitted.toml"``, ``"fit_report.md"``, ...), by name.
         into_changes: with ``into``, what changed in each sensor table of the config.
+        into_removed: with ``into``, per table the keys removed (and why).
+        into_kept: with ``into``, per table the error-model keys kept from the config, not fitted.
+        warnings: what the fit doubts (a time column that may not be seconds, a window not at rest).
     """
 
     log: Path
@@ -92,3 +95,6 @@ class FitResult:
     lines: list[str]
     files: dict[str, Path] = field(default_factory=dict)
     into_changes: list[str] = field(default_factory=list)
+    into_removed: dict[str, list[str]] = field(default_factory=dict)
+    into_kept: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)

@@ -1,12 +1,14 @@
 """The fitted config simulated through :class:`~sensorgym.SensorManager`, for the closed-loop check.
 
-Each fitted sensor becomes a :class:`~sensorgym.StateSensorOptions` with exactly the options written to
-``fitted.toml`` (the error-model terms, ``update_period``, ``dropout``, ``dropout_burst``), reading a constant
-state: the log's mean in the static window, so that a quantization lattice sits where the log's does. A
-manager with ``dt = T_s`` steps ``envs`` envs for as many steps as the log has sample slots; a sample
-lost by the sampler is left out, as the log leaves it out, and every env's received samples give one
-Allan deviation, pooled over envs, and the timing of its samples. ``delay`` is left out: it shifts
-readings in time and changes neither the Allan deviation nor which samples arrive.
+Each fitted table becomes one :class:`~sensorgym.StateSensorOptions` with exactly the options written to
+``fitted.toml`` (the error-model terms, ``update_period``, ``dropout``, ``dropout_burst``; an IMU's fields
+are components of the one sensor, so one sampler loses them together, as an IMU's does), reading a
+constant state: the log's mean in the static window, so that a quantization lattice sits where the log's
+does. A manager with ``dt = T_s`` steps ``envs`` envs for as many steps as the log has sample slots; a
+sample lost by the sampler is left out, as the log leaves it out, and every env's received samples give
+one Allan deviation (at ``m`` received samples, as the log's), pooled over envs, and the timing of its
+samples. ``delay`` is left out: it shifts readings in time and changes neither the Allan deviation nor
+which samples arrive.
 
 A long log (over ``LONG_LOG`` slots) is simulated as ``segments`` (at most 4) shorter runs of more
 envs: a run of a quarter of the log still holds 2.5 times the longest ``tau`` of the check (a tenth of
@@ -14,10 +16,13 @@ the log), and every run starts from the model's stationary state (the reset draw
 and the filter from their stationary laws; a random walk's Allan deviation does not depend on its
 start), so the pooled deviation estimates the same thing with the same number of samples, in a quarter
 of the manager's steps. Memory caps the envs so that the stored readings stay under ``MAX_VALUES``.
-Where such a log also loses few samples (``dropout`` at most 5%), the long runs leave the losses out
-(a sampler that may drop samples costs more per step than the error model) and a run of 64 envs x
-10,000 steps with every option gives the timing: a few percent of lost samples change the Allan
-deviation by far less than its band.
+Where such a log also loses few samples (``dropout`` at most 5%), the long runs step the manager without
+its sampler's losses (a sampler that may drop samples costs twice as much per step: 33 s against 14 s of
+CPU for the hour of benchmarks/bench_fit.py), and the samples they leave out are drawn afterwards from
+the sampler's own law (:func:`loss_mask`: the two-state chain of docs/error_model.md with the fitted
+``dropout`` and ``dropout_burst``, the first sample kept), which is the same thing, since a lost sample
+is still computed (docs/error_model.md); a run of 64 envs x 10,000 steps with every option, through the
+manager's sampler, gives the timing.
 
 Example:
     >>> import numpy as np
@@ -43,7 +48,7 @@ from ..sensors.state import StateSensor, StateSensorOptions
 from .allan import allan_variance_batch
 from .timing import loss_runs
 
-__all__ = ["LONG_LOG", "MAX_VALUES", "SimResult", "SimSensor", "simulate"]
+__all__ = ["LONG_LOG", "MAX_VALUES", "SimResult", "SimSensor", "loss_mask", "simulate"]
 
 LONG_LOG = 200_000
 MAX_VALUES = 40_000_000
@@ -58,7 +63,7 @@ class SimSensor:
     """One fitted sensor to simulate.
 
     Attributes:
-        name: its table (``"gyro"``, or ``"imu.gyro"`` for an IMU field).
+        name: its table (``"gyro"``; an IMU's fields are all components of ``"imu"``).
         channels: the log channels that are its components, in order.
         options: its fitted error-model and timing options as ``StateSensorOptions`` keywords
             (per-component lists).
@@ -151,6 +156,36 @@ def _run(
     return values, taken
 
 
+def loss_mask(
+    rng: np.random.Generator, steps: int, envs: int, dropout: float, burst: float | None
+) -> np.ndarray:
+    """``(steps, envs)``: ``True`` where a sample arrives, from the sampler's law (docs/error_model.md):
+    after a kept sample the next is lost with ``q = p / (L (1 - p))``, after a lost one with ``1 - 1 / L``;
+    without ``burst`` the losses are independent (``L = 1 / (1 - p)``); the first sample is kept.
+
+    Example:
+        >>> keep = loss_mask(np.random.default_rng(0), 200_000, 2, 0.1, 3.0)
+        >>> round(float(1 - keep.mean()), 2)
+        0.1
+    """
+    keep = np.ones((steps, envs), dtype=bool)
+    p = float(dropout)
+    if p <= 0:
+        return keep
+    length = float(burst) if burst is not None else 1.0 / (1.0 - p)
+    q = min(1.0, p / (length * (1.0 - p)))
+    pairs = int(steps * q * 1.5 + 64)
+    for b in range(envs):
+        kept = rng.geometric(q, pairs)  # the run of kept samples that starts with a kept one
+        lost = rng.geometric(1.0 / length, pairs)
+        before = np.concatenate([[0], np.cumsum(lost)[:-1]])
+        starts = np.cumsum(kept) + before  # the first lost sample of each run
+        within = np.arange(int(lost.sum())) - np.repeat(before, lost)
+        where = np.repeat(starts, lost) + within
+        keep[where[where < steps], b] = False
+    return keep
+
+
 def _timing(keep: np.ndarray) -> SimTiming:
     """Loss fraction, mean burst, loss runs and intervals of the arrivals ``keep`` ``(steps, envs)``."""
     arrived = [np.flatnonzero(keep[:, b]) for b in range(keep.shape[1])]
@@ -195,6 +230,11 @@ def simulate(
             tick = None if progress is None else (lambda i, base=done: progress(base + i, total))
             _, arrivals = _run(group, ts, envs, timing_steps, seed + 1, True, tick)
             done += timing_steps
+        if split:  # the long runs' losses, from the sampler's law (module docstring)
+            rng = np.random.default_rng(seed + 2)
+            for k, s in enumerate(group):
+                p, burst = float(s.options.get("dropout", 0.0)), s.options.get("dropout_burst")
+                taken[:, :, k] = loss_mask(rng, length, batch, p, burst)
         for k, s in enumerate(group):
             keep = taken[:, :, k]
             rows = [values[s.name][keep[:, b], b, :] for b in range(batch)]

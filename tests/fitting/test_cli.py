@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tomllib
 
@@ -34,6 +35,11 @@ noise = 0.05
 timesteps = 128
 eval_episodes = 1
 kwargs = {n_steps = 64, batch_size = 64, n_epochs = 1}
+
+[sweep]
+seeds = [0]
+critic = ["symmetric", "asymmetric"]
+grid = { "sensors.angle.delay" = [0.0, 0.05] }
 """
 
 
@@ -79,6 +85,72 @@ def test_fit_writes_its_outputs_and_prints_the_closed_loop_last(fitted):
     assert len(table["noise_density"]) == 2 and table["dropout_burst"] == 2.0
     report = (out / "fit_report.md").read_text()
     assert "not identifiable from this log" in report and "closed loop" in report
+    assert "(deg/s)/√Hz" in report and "unit/√Hz" not in report  # the channel's own unit
+    assert "  [sensors.angle]: noise_density" in "\n".join(lines)  # what --into changed, printed
+
+
+def test_ablate_plans_and_builds_the_fitted_config(fitted):
+    # `sensorgym ablate --config fitted_config.toml` up to its first run: the config loads as ablate loads
+    # it, every sweep cell applies, and the env of a cell builds and steps with the fitted sensor
+    pytest.importorskip("stable_baselines3")
+    from sensorgym.app.ablation import plan_runs
+    from sensorgym.app.config import apply_overrides
+    from sensorgym.app.training import config_env_kwargs, make_sensor_env
+
+    _, _, out = fitted
+    cfg = load_config(out / "fitted_config.toml")
+    runs = plan_runs(cfg)
+    assert len(runs) == 4 and {r.cell["sensors.angle.delay"] for r in runs} == {0.0, 0.05}
+    cell = apply_overrides(cfg, runs[-1].cell)
+    assert (
+        cell.sensors["angle"].delay == 0.05
+        and cell.sensors["angle"].noise_density == cfg.sensors["angle"].noise_density
+    )
+    env = make_sensor_env(cell.env.id, cell.sensors, n_envs=2, seed=0, autoreset_mode="NextStep",
+                          **config_env_kwargs(cell))  # fmt: skip
+    try:
+        env.reset(seed=0)
+        for _ in range(5):
+            env.step(env.action_space.sample())
+    finally:
+        env.close()
+
+
+def _reference(t):
+    """Band-limited motion after 2 min at rest (the recovery test's reference)."""
+    ramp = np.clip((t - 120.0) / 5.0, 0.0, 1.0)
+    ramp = ramp * ramp * (3 - 2 * ramp)
+    freqs, amps, phases = (0.23, 0.61, 1.3, 2.7), (0.5, 0.3, 0.2, 0.1), (0.1, 1.7, 2.9, 4.0)
+    return ramp * sum(a * np.sin(2 * np.pi * f * t + p) for f, a, p in zip(freqs, amps, phases, strict=True))
+
+
+def test_a_reference_gives_the_delay_through_the_command_line(tmp_path, capsys):
+    from .synthetic import Truth, generate
+
+    truth = Truth(random_walk_density=2e-5, bias_instability=0.0)
+    delay = 3.3 * truth.sample_interval
+    t = np.arange(round(240.0 * truth.rate)) * truth.sample_interval
+    times, values = generate(truth, 240.0, seed=4, signal_in=_reference(t - delay))
+    np.savez(tmp_path / "moving.npz", t=t, ref=_reference(t), gyro=np.interp(t, times, values))
+    rc = main(["fit", str(tmp_path / "moving.npz"), "--channels", "gyro", "--reference", "ref",
+               "--static", "0:110",
+               "--out", str(tmp_path / "out"), "--envs", "4", "--no-progress"])  # fmt: skip
+    text = capsys.readouterr().out
+    assert rc == 0 and re.search(r"; delay 0\.01[0-9]+ ± 0\.000[0-9]+ s", text), text
+    fitted = tomllib.loads((tmp_path / "out" / "fitted.toml").read_text())["sensors"]["gyro"]
+    assert abs(fitted["delay"] - delay) < 0.25 * truth.sample_interval
+
+
+def test_a_long_log_reports_its_progress(tmp_path, capsys):
+    # not a terminal (pytest captures stderr): plain lines, one per tenth of the simulation, as train does
+    t = np.arange(60_000) * 0.005
+    np.savez(tmp_path / "long.npz", t=t, g=np.random.default_rng(0).normal(0.0, 0.04, len(t)))
+    assert main(["fit", str(tmp_path / "long.npz"), "--channels", "g", "--envs", "1",
+                 "--out", str(tmp_path / "out")]) == 0  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    progress = [line for line in lines if line.startswith("  simulated ")]
+    assert len(progress) == 10 and progress[-1].startswith("  simulated 60,000 of 60,000 steps (100%)")
+    assert lines[-1].startswith("closed loop g:")  # the closed-loop lines stay last
 
 
 def test_the_fitted_config_keeps_the_source_and_takes_the_options(fitted):

@@ -107,3 +107,41 @@ def test_closed_form_matches_simulated_series(kind, seed):
     # overlapping estimator of these noises (fewer for random-walk-like ones): 5 of its sigmas
     dof = envs * np.maximum(n / m / 2.5, 1.0)
     assert np.all(np.abs(got / want - 1) < 5 * np.sqrt(2 / dof) + 0.01), got / want - 1
+
+
+@pytest.mark.parametrize(
+    ("seed", "dropout", "burst"),
+    [(0, 0.1, 3.0), (1, 0.3, 3.0), (2, 0.05, 1.0),
+     *(pytest.param(s, p, b, marks=pytest.mark.slow) for s in (3, 4) for p, b in ((0.1, 3.0), (0.3, 3.0)))],
+)  # fmt: skip
+def test_the_closed_form_of_the_received_samples(seed, dropout, burst):
+    """Lost samples (issue 27 audit item 4): the Allan variance of the samples as received, at m received
+    samples, is the model's with each AR(1) coefficient a replaced by E[a^g] and the random walk's
+    increments by E[g] times theirs (g: the gaps), against series made by scipy.signal and thinned by the
+    independent generator's loss chain."""
+    from sensorgym.fitting.model import Gaps
+
+    from .synthetic import loss_mask
+
+    ts, n, envs = 0.005, 8000, 48
+    rng = np.random.default_rng(seed)
+    a = math.exp(-2 * math.pi * 20.0 * ts)
+    white = rng.normal(0, 0.003 / math.sqrt(ts), (envs, n))
+    zi = (rng.normal(0, 0.003 / math.sqrt(ts) * math.sqrt((1 - a) / (1 + a)), envs) * a)[:, None]
+    y = signal.lfilter([1 - a], [1, -a], white, axis=1, zi=zi)[0]
+    y += np.cumsum(rng.normal(0, 2e-3 * math.sqrt(ts), (envs, n)), axis=1)
+    phi = math.exp(-ts / 0.5)
+    w = rng.normal(0, 0.01 * math.sqrt(1 - phi * phi), (envs, n))
+    y += signal.lfilter([1.0], [1, -phi], w, axis=1, zi=(rng.normal(0, 0.01, envs) * phi)[:, None])[0]
+    keeps = [loss_mask(rng, n, dropout, burst) for _ in range(envs)]
+    rows = [y[b, k] for b, k in enumerate(keeps)]
+    common = min(len(r) for r in rows)
+    gaps = Gaps.from_steps(np.concatenate([np.diff(np.flatnonzero(k)) for k in keeps]))
+    m = np.array([1, 2, 4, 16, 64, 256])
+    got = allan_variance_batch(np.stack([r[:common] for r in rows]), m)
+    params = ModelParams(0.003, 20.0, 2e-3, 0.01, 0.5)
+    want = allan_variance(params, m, ts, gaps)
+    dof = envs * np.maximum(common / m / 2.5, 1.0)
+    assert np.all(np.abs(got / want - 1) < 5 * np.sqrt(2 / dof) + 0.01), got / want - 1
+    if dropout >= 0.3:  # and there the lossless closed form is wrong by more than that: the losses matter
+        assert np.abs(got[0] / allan_variance(params, m, ts)[0] - 1) > 5 * np.sqrt(2 / dof[0]) + 0.01

@@ -129,6 +129,58 @@ def test_a_bad_csv_is_one_line(tmp_path, text, words):
         assert w in str(e.value)
 
 
+def _column(n: int, start: float, step: float) -> str:
+    rows = "".join(f"{start + i * step:g},{0.01 * (i % 7)}\n" for i in range(n))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("header", "rows", "words"),
+    [
+        # no time column at all: the first column is a channel (audit: "sort the log by time")
+        ("gx,gy", "0.01,0.2\n-0.02,0.1\n0.03,0.3\n-0.01,0.2\n", ["no time column", "--time COLUMN"]),
+        # a sample counter is not seconds (audit: accepted as T_s = 1 s)
+        ("sample,gx", _column(50, 0, 1), ["counts samples (steps of exactly 1)", "--time COLUMN"]),
+        # the header gives another unit (audit: milliseconds gave T_s = 10 s)
+        ("t_ms,gx", _column(50, 0, 10), ["is in milliseconds by its name", "divide by 1000"]),
+        ("time [us],gx", _column(50, 0, 5000), ["is in microseconds", "divide by 1e6"]),
+    ],
+)
+def test_a_time_column_that_is_not_seconds_is_one_line(tmp_path, header, rows, words):
+    path = tmp_path / "log.csv"
+    path.write_text(f"{header}\n{rows}")
+    with pytest.raises(FitError) as e:
+        read_channels(path, ["gx"])
+    text = str(e.value)
+    assert "\n" not in text and "Fix:" in text and all(w in text for w in words), text
+
+
+def test_numbers_in_messages_are_plain(tmp_path):
+    path = tmp_path / "back.csv"
+    path.write_text("t,x\n0,1\n0.25,2\n0.125,3\n0.5,4\n")
+    with pytest.raises(FitError) as e:
+        read_channels(path, ["x"])
+    assert "(0.25 then 0.125)" in str(e.value) and "np.float64" not in str(e.value)
+
+
+def test_a_slow_time_column_is_a_warning(tmp_path):
+    path = tmp_path / "slow.csv"
+    path.write_text("time,x\n" + _column(20, 0, 2.0))
+    [x] = read_channels(path, ["x"])  # a 0.5 Hz sensor may be real: read, with a warning
+    assert len(x.warnings) == 1 and "median interval of 2 s" in x.warnings[0]
+
+
+def test_a_header_without_rows_is_one_line_and_no_numpy_warning(tmp_path):
+    import warnings
+
+    path = tmp_path / "hdr.csv"
+    path.write_text("t,gx\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "input contained no data" would be an error here
+        with pytest.raises(FitError, match="a header and no data rows"):
+            read_channels(path, ["gx"])
+
+
 def test_other_files_are_refused(tmp_path):
     (tmp_path / "log.xlsx").write_text("")
     for path, words in ((tmp_path / "log.xlsx", "unknown format"), (tmp_path / "none.csv", "does not exist")):

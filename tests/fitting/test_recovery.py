@@ -2,10 +2,13 @@
 sensorgym) with known parameters, 2 h at 200 Hz, fitted by sensorgym.fit; and what a short log cannot show.
 
 Tolerances (issue 27): noise density 5%, random-walk density 25%, bandwidth 15%, bias instability 30%,
-sample interval exact, loss fraction 10%, mean burst 15%, delay 0.25 samples. Over 12 other seeds of this
-log the estimates spread by 0.2%, 11%, 0.3% and 4% (sd; means within a third of that): the random walk's
-25% is 2.2 of its spread, the others 7 or more; each estimate must also lie within 4 of its own reported
-standard errors.
+sample interval exact, loss fraction 10%, mean burst 15%, delay 0.25 samples. Each estimate must also lie
+within 3 of its own reported standard errors. Besides the default run's parameter set (TRUTH, 3 seeds),
+the slow tests fit three more (a random walk alone, a Gauss-Markov bias alone, a 100 Hz sensor losing 5%
+in bursts of 2) to the same tolerances, check on a hard set (the benchmark's gyro: a bias instability of
+correlation time 20 s where the random walk crosses the white noise) that the reported uncertainties
+cover the truth over eight seeds, and that lost samples (10% and 30%, bursts of 3) do not bias the fit or
+its closed loop. docs/fit.md gives the spread over 12 seeds of each set.
 """
 
 from __future__ import annotations
@@ -32,18 +35,112 @@ def two_hours(request, tmp_path_factory):
     return fit(path, ["gyro"], simulate_config=False).channels[0]
 
 
+def _check(fitted, truth: Truth) -> None:
+    """Every term of ``truth`` recovered within its tolerance and 3 of its standard errors, the others
+    not identified (or, if identified, consistent with 0 within 3 standard errors)."""
+    for term, tolerance in TOLERANCE.items():
+        est, true = fitted.noise.estimates[term], getattr(truth, term)
+        if true == 0:
+            assert not est.identified or est.value < 3 * est.se, (term, est)
+            continue
+        assert est.identified, (term, est.note)
+        assert abs(est.value / true - 1) < tolerance, (term, est.value, true)
+        assert abs(est.value - true) < 3 * est.se, (term, est.value, est.se, true)
+    if truth.bias_instability > 0:  # a correlation time: its log within 3 of its relative errors
+        est = fitted.noise.estimates["bias_correlation_time"]
+        assert abs(math.log(est.value / truth.bias_correlation_time)) < 3 * est.se / est.value, est
+
+
 @pytest.mark.parametrize("term", sorted(TOLERANCE))
 def test_error_terms_are_recovered(two_hours, term):
     est = two_hours.noise.estimates[term]
     true = getattr(TRUTH, term)
     assert est.identified, est.note
     assert abs(est.value / true - 1) < TOLERANCE[term], (est.value, true)
-    assert abs(est.value - true) < 4 * est.se, (est.value, est.se, true)
+    assert abs(est.value - true) < 3 * est.se, (est.value, est.se, true)
 
 
 def test_correlation_time_comes_with_its_uncertainty(two_hours):
     est = two_hours.noise.estimates["bias_correlation_time"]
-    assert abs(est.value - TRUTH.bias_correlation_time) < 4 * est.se
+    assert abs(est.value - TRUTH.bias_correlation_time) < 3 * est.se
+
+
+#: other parameter sets (issue 27 audit item 3: recovery held only near TRUTH)
+SETS = {
+    "random walk alone": Truth(bias_instability=0.0),
+    "Gauss-Markov alone": Truth(random_walk_density=0.0),
+    "100 Hz, 5% lost": Truth(rate=100.0, noise_density=2e-4, bandwidth=30.0, random_walk_density=2e-5,
+                             bias_instability=2e-4, bias_correlation_time=3.0, dropout=0.05, burst=2.0,
+                             level=9.81),
+}  # fmt: skip
+
+
+def _fit(truth: Truth, seed: int, tmp_path, duration: float = 7200.0):
+    times, values = generate(truth, duration, seed=seed)
+    np.savez(tmp_path / "log.npz", t=times, gyro=values)
+    return fit(tmp_path / "log.npz", ["gyro"], simulate_config=False).channels[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", (1, 2))
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_other_parameter_sets_are_recovered(name, seed, tmp_path):
+    truth = SETS[name]
+    fitted = _fit(truth, seed, tmp_path)
+    _check(fitted, truth)
+    assert fitted.timing.sample_interval == pytest.approx(truth.sample_interval, rel=1e-9)
+    if truth.dropout:
+        assert abs(fitted.timing.dropout / truth.dropout - 1) < 0.10
+        assert abs(fitted.timing.burst / truth.burst - 1) < 0.15
+
+
+#: the benchmark's gyro (benchmarks/bench_fit.py): a bias instability whose bump sits where the random walk
+#: crosses the white noise, so that a 2 h log pins it to about 20% only (audit: "not identifiable" with
+#: the random walk 62% high at 10.8 of its standard errors)
+HARD = Truth(noise_density=0.003, bandwidth=40.0, random_walk_density=1.5e-4, bias_instability=9e-4,
+             bias_correlation_time=20.0)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_uncertainties_cover_the_truth_where_the_terms_are_hard_to_separate(tmp_path):
+    misses, values, lost = 0, 0, 0
+    for seed in range(8):
+        est = _fit(HARD, seed, tmp_path).noise.estimates
+        for term in ("noise_density", "bandwidth", "random_walk_density", "bias_instability"):
+            e, true = est[term], getattr(HARD, term)
+            if not e.identified:  # allowed: the log cannot tell it apart, and says so
+                lost += 1
+                continue
+            values += 1
+            misses += abs(e.value - true) > 2 * e.se
+        tc = est["bias_correlation_time"]
+        if tc.identified:
+            values += 1
+            misses += abs(math.log(tc.value / HARD.bias_correlation_time)) > 2 * tc.se / tc.value
+    # a 2-sigma interval misses about 1 in 20; over 8 seeds x 5 values allow 4 misses (and 4 terms lost)
+    assert misses <= 4 and lost <= 4, (misses, values, lost)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dropout", (0.1, 0.3))
+def test_lost_samples_bias_neither_the_fit_nor_its_closed_loop(dropout, tmp_path):
+    """Audit item 4: 600 s logs losing 10% in bursts of 3 were inside the band at 75% of tau (98% without
+    losses), the noise density 2.4% low; at 40% the top octave was dropped. (Before the fix, on these
+    300 s logs: 22 and 12 of 24 tau inside, the noise density 2.4% and 7.4% low on average.)"""
+    inside, total, errors = 0, 0, []
+    for seed in (1, 2):
+        truth = Truth(dropout=dropout, burst=3.0)
+        times, values = generate(truth, 300.0, seed=seed)
+        np.savez(tmp_path / "lossy.npz", t=times, gyro=values)
+        f = fit(tmp_path / "lossy.npz", ["gyro"], envs=8, seed=seed).channels[0]
+        c = f.closed_loop
+        assert len(c.taus) == 12 and c.taus[-1] <= 30.0 < 2 * c.taus[-1]  # every octave up to duration/10
+        inside, total = inside + int(c.inside.sum()), total + len(c.taus)
+        est = f.noise.estimates["noise_density"]
+        assert abs(est.value - truth.noise_density) < 3 * est.se, (est.value, est.se)
+        errors.append(est.value / truth.noise_density - 1)
+    assert inside >= 0.9 * total, (inside, total)
+    assert abs(np.mean(errors)) < 0.015, errors
 
 
 def test_timing_and_resolution_are_recovered(two_hours):

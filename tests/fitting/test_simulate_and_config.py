@@ -73,7 +73,7 @@ def test_into_a_config_replaces_the_per_sample_forms_and_keeps_the_source(tmp_pa
     new = merged["sensors"]["angle"]
     assert "noise" not in new and new["noise_density"] == [0.01, 0.02]
     assert {k: new[k] for k in ("type", "key", "index")} == {k: table[k] for k in ("type", "key", "index")}
-    assert "removed noise" in changes[0]
+    assert "removed noise (replaced by noise_density)" in changes[0]
     assert raw["sensors"]["angle"]["noise"] == table["noise"]  # the original mapping is not touched
 
 
@@ -81,7 +81,7 @@ def test_into_a_config_replaces_the_per_sample_forms_and_keeps_the_source(tmp_pa
     ("fitted", "counts", "words"),
     [
         ({"gyro": {"noise_density": 0.1}}, {"gyro": 1}, "no [sensors.gyro]"),
-        ({"angle": {"noise_density": [0.1]}}, {"angle": 1}, "has 2 components and 1 channels"),
+        ({"angle": {"noise_density": [0.1]}}, {"angle": 1}, "has 2 components and 1 channel was fitted"),
         (
             {"angle.gyro": {"noise_density": [0.1, 0.2]}},
             {"angle.gyro": 2},
