@@ -16,6 +16,8 @@ Per device and B it times one step of
     drawn by the same generator type the manager uses;
   * the sampler options of SPEC 2.8 (benchmarks/bench_sampler.py, B <= 4096): the suite as is, with the
     default values given explicitly, and with multi-rate sampling and dropout, as ratios to the suite;
+  * on CPU, `sensorgym fit` on a 1-hour, 200 Hz, six-channel log (benchmarks/bench_fit.py: under 30 s,
+    against reading the log in the same run; the script exits 1 when a target is missed);
 and reports µs per step, µs per env-step, steps/s, ratios and memory (sensor state bytes; CUDA peak).
 It writes ``<out>/performance_<device>.md`` (the tables), ``<out>/scaling_<device>.png`` (cost vs B) and
 ``<out>/results_<device>.json``, and prints the tables.
@@ -370,8 +372,10 @@ def main() -> None:
     p.add_argument("--min-time", type=float, default=0.5, help="seconds of timing per measurement")
     p.add_argument("--out", default="benchmarks/results", help="folder for the .md, .png and .json")
     p.add_argument("--no-sampler", action="store_true", help="skip the sampler-options table")
+    p.add_argument("--no-fit", action="store_true", help="skip `sensorgym fit` on a 1-hour log (bench_fit)")
     args = p.parse_args()
     devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
+    failed = False
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name in devices:
@@ -388,11 +392,20 @@ def main() -> None:
             text += f"\n### {bench_sampler.table(sampler_rows, device)}\n"
         if name == "cpu":
             text += f"\n{ant_memory()}\n"
+            if not args.no_fit:  # `sensorgym fit` on a 1-hour 200 Hz six-channel log (target: under 30 s)
+                import bench_fit  # needs the fit extra (scipy, allantools)
+
+                code, table = bench_fit.run()
+                text += f"\n### sensorgym fit, 1 h at 200 Hz, 6 channels\n\n{table}\n"
+                failed = failed or code != 0
         print(text)
         (out / f"performance_{name}.md").write_text(text)
         (out / f"results_{name}.json").write_text(json.dumps(rows, indent=1))
         plot(rows, device, out / f"scaling_{name}.png")
         print(f"wrote {out}/performance_{name}.md, scaling_{name}.png, results_{name}.json")
+    if failed:
+        print("a benchmark missed its target (see above)")
+        sys.exit(1)
 
 
 if __name__ == "__main__":
