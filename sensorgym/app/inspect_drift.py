@@ -67,8 +67,6 @@ DRIFT_BLOCK = 8
 MEDIAN_ALLOWANCE = 1.05
 
 
-
-
 def drift_terms(options: Any, component: int, dt: float) -> dict[str, Any] | None:
     """The slow terms of one component at control step ``dt``: ``walk``, the walk's std per control step
     (``random_walk`` or ``random_walk_density * sqrt(dt)``), ``sigma_g``, ``tau_c`` and ``phi = exp(-dt /

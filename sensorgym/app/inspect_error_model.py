@@ -61,8 +61,6 @@ def loss_runs(due: np.ndarray) -> np.ndarray:
     return due[due > 1] - 1
 
 
-
-
 def _configured(options: Any, component: int) -> dict[str, Any]:
     """The options these rows compare (a number, a distribution's text, or None when not set)."""
     out = {}

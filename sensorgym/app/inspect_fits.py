@@ -449,8 +449,6 @@ def match_delay(
     return {"delay_steps": best, "scores": scores, "samples": int(t.size)}
 
 
-
-
 def filter_decay(options: Any, component: int, dt: float) -> Any:
     """The configured filter's ``a^m`` between two samples ``gap`` control steps apart, as a function of
     ``gap`` (``m = gap dt / T_s`` own samples below ``dt``, one per due sample above it); ``None`` without a

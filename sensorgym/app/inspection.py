@@ -463,8 +463,6 @@ def verdict_z(comparisons: int, alpha: float = 0.05) -> float:
     return float(norm.isf(alpha / (2 * max(1, comparisons))))
 
 
-
-
 def _g(x: float) -> str:
     return f"{x:.3g}"
 

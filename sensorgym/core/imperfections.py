@@ -193,13 +193,13 @@ class HardwareImperfections:
         >>> import torch, sensorgym as sg
         >>> mgr = sg.SensorManager(num_envs=1, dt=0.1, seed=0)
         >>> s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(2,), bias=0.25, resolution=0.5))
-        >>> mgr.reset({"x": torch.tensor([[1.0, 2.0]])})
+        >>> mgr.reset({"x": torch.tensor([[1.0, 2.2]])})
         >>> imperfections = mgr.metadata(sg.StateSensor).imperfections
         >>> imperfections.walk_args[1] is None, imperfections.other_args[2] is not None  # no walk; bias
         (True, True)
-        >>> data = torch.tensor([[1.0, 2.2]])
-        >>> imperfections(data, None)
-        >>> data.tolist()  # + 0.25, then quantized to 0.5
+        >>> data = torch.zeros(1, 2)  # the hook's working buffer
+        >>> imperfections(data, None)  # the raw value is read from the GT slot (the folded copy)
+        >>> data.tolist()  # [1.0, 2.2] + 0.25, then quantized to 0.5
         [[1.0, 2.5]]
     """
 

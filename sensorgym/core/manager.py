@@ -24,7 +24,7 @@ import torch
 from .metadata import STEP, CaptureContext, SensorMetadata
 from .options import SensorOptions
 from .persistence import ManagerPersistence
-from .ring import Clock
+from .ring import Clock, EpisodeSteps
 from .rng import BatchRandom, PerEnvRandom, RandomSource
 from .rows import Rollback, env_mask, folded_seed, known_empty
 from .sensor import Sensor, normalize_format, reads_timeline
@@ -114,12 +114,10 @@ class SensorManager(ManagerPersistence):
         #: the executor decided at build (``"torch"`` or ``"numpy"``); None before build
         self.executor_used: str | None = None
         self._views = Binding("numpy")  # numpy views of the manager's buffers (see numpy_view)
-        self._numpy_steps: tuple[np.ndarray, np.ndarray] | None = None
         self._step_threads = 0  # decided at build from the work size: 0 = leave torch's setting alone
         self.random: RandomSource = (
             PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
         )
-        self.generator = self.random.generator
         self.clock = Clock()
         self.sensors: list[Sensor] = []
         self._names: set[str] = set()
@@ -129,9 +127,18 @@ class SensorManager(ManagerPersistence):
         self._normal_draws: list[torch.Tensor] = []  # what this step's standard normals fill
         self._all_rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self.rollback = Rollback()
-        #: ``(B,)`` steps since each env's last reset (advanced on the device: CUDA graphs replay it)
-        self.episode_steps = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
-        self._one = torch.ones((), dtype=torch.long, device=self.device)
+        #: steps since each env's last reset (advanced on the device: CUDA graphs replay it)
+        self.episode = EpisodeSteps(self.num_envs, self.device)
+
+    @property
+    def generator(self) -> torch.Generator:
+        """The torch generator behind every draw (with ``per_env_rng``: env 0's)."""
+        return self.random.generator
+
+    @property
+    def episode_steps(self) -> torch.Tensor:
+        """``(B,)`` steps since each env's last reset."""
+        return self.episode.steps
 
     @property
     def episode_start(self) -> torch.Tensor:
@@ -268,12 +275,8 @@ class SensorManager(ManagerPersistence):
         self._stores = {cls: self._stores[cls] for cls in by_class}
         self._built = True
         self._step_threads = self._decide_threads()
-        self._numpy_steps = (
-            (self._views.numpy(self.episode_steps), self._views.numpy(self._one))
-            if self.executor_used == "numpy"
-            else None
-        )
-        self._rollback_every_step = any(s.options.nan_policy == "raise" for s in self.sensors)
+        self.episode.bind(self._views if self.executor_used == "numpy" else None)
+        self.rollback.every_step = any(s.options.nan_policy == "raise" for s in self.sensors)
         self._plan_draws()
 
     def _plan_draws(self) -> None:
@@ -352,13 +355,13 @@ class SensorManager(ManagerPersistence):
         # nan_policy="raise") must not lose captured snapshots: both save the rows a capture writes.
         mask, advancing = ctx.reset_mask, ctx.advancing
         keep = None
-        if not advancing or self._rollback_every_step:
+        if not advancing or self.rollback.every_step:
             keep = [self.episode_steps]
             # the numpy executor saves and restores through numpy views (None: some buffer has none)
-            arrays = None if self._numpy_steps is None else [self._numpy_steps[0]]
+            arrays = None if self.episode.arrays is None else [self.episode.arrays[0]]
             for storage in self._stores.values():
                 rows = storage.row_state()
-                if mask is not None and self._rollback_every_step:
+                if mask is not None and self.rollback.every_step:
                     # resampling writes only the reset rows; their old values matter only if the
                     # capture can fail half-way (nan_policy="raise") and must be undone
                     rows += storage.parameter_tensors()
@@ -378,14 +381,9 @@ class SensorManager(ManagerPersistence):
         if grad:
             torch.set_grad_enabled(False)  # public API; as a call it switches the mode at once
         try:
-            if advancing and self._numpy_steps is not None:  # the numpy executor: the same add, no dispatch
-                np.add(self._numpy_steps[0], self._numpy_steps[1], out=self._numpy_steps[0])
-            elif advancing:
-                self.episode_steps.add_(self._one)  # a tensor: a Python int would allocate a 0-d tensor
-            if ctx.reset_index is not None:  # the numpy executor
-                self._numpy_steps[0][ctx.reset_index] = 0
-            elif mask is not None:
-                self.episode_steps.masked_fill_(mask, 0)
+            if advancing:
+                self.episode.advance()
+            self.episode.restart(mask, ctx.reset_index)
             for storage in self._stores.values():
                 if ctx is not STEP:  # STEP is what every md holds between captures
                     storage.md.context = ctx
@@ -405,7 +403,7 @@ class SensorManager(ManagerPersistence):
                 for storage in self._stores.values():
                     storage.refresh_derived()
             elif advancing:
-                self.episode_steps.sub_(self._one)
+                self.episode.undo_advance()
             if advancing:
                 self.clock.t -= 1
             raise

@@ -92,11 +92,7 @@ class ManagerPersistence:
     def _restore(self, state: dict) -> None:
         self.__dict__.update(state)
         if self._built:
-            self._numpy_steps = (
-                (self._views.numpy(self.episode_steps), self._views.numpy(self._one))
-                if self.executor_used == "numpy"
-                else None
-            )
+            self.episode.bind(self._views if self.executor_used == "numpy" else None)
             for storage in self._stores.values():
                 storage.plan()
             self._plan_draws()

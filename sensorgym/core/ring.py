@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["Clock", "Ring", "RingView"]
+__all__ = ["Clock", "EpisodeSteps", "Ring", "RingView"]
 
 
 class Clock:
@@ -41,6 +41,47 @@ class Clock:
 
     def tick(self) -> None:
         self.t += 1
+
+
+class EpisodeSteps:
+    """``(B,)`` int64 steps since each env's last reset, advanced by one per step (on the device: a CUDA
+    graph replays the add) and zeroed for the envs a capture resets; on the numpy executor through numpy
+    views of the same memory (:meth:`bind`).
+
+    Example:
+        >>> import torch
+        >>> steps = EpisodeSteps(3, "cpu")
+        >>> steps.advance(); steps.advance(); steps.restart(torch.tensor([False, True, False]), None)
+        >>> steps.steps.tolist()
+        [2, 0, 2]
+    """
+
+    def __init__(self, num_envs: int, device: torch.device | str) -> None:
+        self.steps = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self._one = torch.ones((), dtype=torch.long, device=device)  # a tensor: an int would allocate
+        self.arrays: tuple[Any, Any] | None = None
+
+    def bind(self, binding: Any) -> None:
+        """Advance and zero through ``binding``'s numpy views (the numpy executor), or None: torch."""
+        numpy = binding is not None and binding.xp.name == "numpy"
+        self.arrays = (binding.numpy(self.steps), binding.numpy(self._one)) if numpy else None
+
+    def advance(self) -> None:
+        if self.arrays is not None:  # the same add, without a torch op's dispatch
+            steps, one = self.arrays
+            steps += one
+        else:
+            self.steps.add_(self._one)
+
+    def undo_advance(self) -> None:
+        self.steps.sub_(self._one)
+
+    def restart(self, mask: torch.Tensor | None, index: Any) -> None:
+        """Zero the envs a capture resets: ``index`` (numpy indices, on the numpy executor) or ``mask``."""
+        if index is not None and self.arrays is not None:
+            self.arrays[0][index] = 0
+        elif mask is not None:
+            self.steps.masked_fill_(mask, 0)
 
 
 class Ring:

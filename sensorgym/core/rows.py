@@ -149,6 +149,8 @@ class Rollback:
     def __init__(self) -> None:
         self.saved: list[Any] = []
         self.arrays: list[np.ndarray] | None = None  # numpy views of the tensors saved (numpy executor)
+        #: whether every step saves (a sensor raises on non-finite values: a failed step is undone)
+        self.every_step = False
 
     def save(self, tensors: list[torch.Tensor], arrays: list[np.ndarray] | None = None) -> None:
         """Copy ``tensors``; ``arrays`` (numpy views of them, on the numpy executor): copy those instead,

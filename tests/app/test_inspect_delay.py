@@ -80,7 +80,6 @@ def config(tmp_path_factory):
     return load_config_text(tmp_path_factory, DELAYED, "delayed.toml")
 
 
-
 def test_a_delayed_sensor_with_losses_holds_or_a_filter_is_called_ok(config):
     """20 traces of 400 steps: every delay row "ok" (before: 0 of 20 for lossy, slow, full and jittery,
     whose estimate was 0 steps, and for filtered, 3 steps), and at most 3 tables with any "differs"

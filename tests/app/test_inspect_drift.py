@@ -78,7 +78,6 @@ def config(tmp_path_factory):
     return load_config_text(tmp_path_factory, DRIFTING, "drifting.toml")
 
 
-
 def test_a_correct_drifting_config_is_called_differs_in_at_most_5_percent_of_tables(config):
     """20 traces of 400 steps (22 checks a table): at most 3 tables with a "differs" (measured: 0 of 20;
     before: 20 of 20), and the walk's noise density unbiased (measured: 0.0500 mean; before: 0.0554)."""

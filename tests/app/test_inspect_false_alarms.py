@@ -58,7 +58,6 @@ dropout_burst = 3.0
 """
 
 
-
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
     path = tmp_path_factory.mktemp("alarms") / "correct.toml"

@@ -59,7 +59,6 @@ def config(tmp_path_factory):
     return load_config_text(tmp_path_factory, FITTED, "fitted_config.toml")
 
 
-
 def test_the_fitted_config_is_called_differs_in_at_most_5_percent_of_tables(config):
     """20 traces of 400 steps: at most 3 tables with a "differs" (measured: 0 of 20; before: 20 of 20), no
     fitted bandwidth ever "differs", and the jittered angle's noise std is its configured value."""

@@ -100,9 +100,7 @@ def test_action_latency_refuses_a_checkpoint_of_other_options(option):
 def test_the_issue_example_is_refused():
     """Saved with ``delay=Choice([0.02, 0.1])``, ``initial_action="first"``; loaded into ``delay=0.1``,
     ``"zero"`` (the same queue depth, so only the options tell them apart)."""
-    saved = ActionLatency(
-        _pendulums(dt=0.02), delay=sg.Choice([0.02, 0.1]), initial_action="first", dt=0.02
-    )
+    saved = ActionLatency(_pendulums(dt=0.02), delay=sg.Choice([0.02, 0.1]), initial_action="first", dt=0.02)
     saved.reset(seed=0)
     other = ActionLatency(_pendulums(dt=0.02), delay=0.1, initial_action="zero", dt=0.02)
     with pytest.raises(ValueError, match=r"option 'delay' differs.*Choice.*Fix"):
