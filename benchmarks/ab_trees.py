@@ -29,8 +29,8 @@ KEYS = (
 
 def run_tree(tree: Path, sizes: list[int], min_time: float, out: Path) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
-    cmd = [sys.executable, str(HERE / "run_all.py"), "--no-sampler", "--devices", "cpu", "--min-time",
-           str(min_time), "--out", str(out), "--sizes", *map(str, sizes)]  # fmt: skip
+    cmd = [sys.executable, str(HERE / "run_all.py"), "--no-sampler", "--no-fit", "--devices", "cpu",
+           "--min-time", str(min_time), "--out", str(out), "--sizes", *map(str, sizes)]  # fmt: skip
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
     return json.loads((out / "results_cpu.json").read_text())
 

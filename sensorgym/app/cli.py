@@ -62,7 +62,9 @@ EXTRAS: dict[str, str | None] = {
     "rl_games": "rl",
     "yaml": None,
 }
-_PIP_NAMES = {"yaml": "pyyaml"}
+# a module whose distribution has another name; pkg_resources left setuptools in 82.0 (an older package,
+# e.g. ray before 2.10, still imports it)
+_PIP_NAMES = {"yaml": "pyyaml", "pkg_resources": '"setuptools<82"'}
 
 
 def _installed(module: str) -> bool:
@@ -80,6 +82,8 @@ def install_fix(modules: Sequence[str]) -> str:
         'pip install "sensorgym[plot,sb3]"'
         >>> install_fix(["yaml"])
         'pip install pyyaml'
+        >>> install_fix(["pkg_resources"])
+        'pip install "setuptools<82"'
     """
     extras = sorted({e for m in modules if (e := EXTRAS.get(m.split(".")[0]))})
     others = sorted({_PIP_NAMES.get(m, m) for m in modules if not EXTRAS.get(m.split(".")[0])})
