@@ -70,7 +70,10 @@ class DelayLine:
 
     Args:
         widths: return columns of each sensor of the class (column order).
-        params: the class's parameter table (per-env delay and jitter).
+        params: the per-env delay and jitter in steps (``delay_steps``, ``jitter_steps_f32``,
+            ``jitter_ceil``, ``has_jitter``, ``fixed_shift``): a class's
+            :class:`~sensorgym.core.parameters.TimeTable` (its storage passes its parameter table's
+            ``times``: ``has_jitter`` is read every step), a :class:`DelaySteps`, or a parameter table.
         cache: the measured return cache ``(B, cols)`` the reads are written into.
         depth: ring depth, at least the deepest shift + 1.
         random, clock: the manager's.
@@ -179,8 +182,8 @@ class DelayLine:
         return (self.binding if self.fixed_shift is not None else self._read_binding).name
 
     def follow_parameters(self) -> None:
-        """Adopt the parameter table's :attr:`~ParameterTable.fixed_shift` after a setter: leaving the
-        fixed shift, the previous shift of every read is the fixed one (what every read so far used)."""
+        """Adopt the parameters' ``fixed_shift`` after a setter: leaving the fixed shift, the previous
+        shift of every read is the fixed one (what every read so far used)."""
         if self.fixed_shift is not None and self.params.fixed_shift is None:
             self.prev_shift.fill_(self.fixed_shift)
         self.fixed_shift = self.params.fixed_shift

@@ -12,6 +12,12 @@ quantization steps), and everything that writes them:
 * flags that say which imperfections can ever be non-zero (``has_noise`` ...), from which the capture's
   stages are planned at build and re-planned after a setter.
 
+The state lives in three records, each with one responsibility: a :class:`TimeTable` (delay and jitter per
+sensor, their step tables and the flags of the delayed read), a :class:`ComponentTable` (one table per
+per-component field, which of them can be non-zero, the quantization tables) and, per field given as a
+distribution, a :class:`RandomizedField` (its distributions and the buffers its resample works in). The
+table's attributes of the same names (``delay_steps``, ``noise``, ``has_noise``, ...) read them.
+
 The delay rule itself is ``D = round(delay / dt)`` (half to even); the effective jitter is
 ``min(jitter, delay) / dt`` steps and can add at most ``ceil(jitter / dt)`` steps.
 
@@ -49,7 +55,10 @@ __all__ = [
     "COMPONENT_FIELDS",
     "MODEL_FIELDS",
     "TIME_FIELDS",
+    "ComponentTable",
     "ParameterTable",
+    "RandomizedField",
+    "TimeTable",
     "delay_steps",
     "jitter_extra_steps",
 ]
@@ -107,8 +116,137 @@ def _used_model_fields(sensors: list[Sensor]) -> tuple[str, ...]:
     return tuple(fields)
 
 
+class TimeTable:
+    """The per-env delay and jitter of every sensor of one class, ``(B, n_sensors)``.
+
+    Holds the values in seconds (what the options, randomization and :meth:`ParameterTable.set_time`
+    write), the step tables derived from them (``delay_steps``, the effective ``jitter_steps``, its ceiling
+    ``jitter_ceil`` and ``jitter_steps_f32``), the scratch of the conversion, and the two flags the delayed
+    read is planned from: ``has_jitter`` (some jitter can be non-zero) and ``fixed_shift`` (the one shift
+    of every env and sensor while it cannot vary, else None; the checkpoint flag ``uniform_shift``). The
+    class's :class:`~sensorgym.core.delay_line.DelayLine` reads it every step, through the interface of
+    :class:`~sensorgym.core.delay_line.DelaySteps`.
+    """
+
+    def __init__(self, num_envs: int, n: int, device: torch.device) -> None:
+        f64 = dict(dtype=torch.float64, device=device)
+        self.delay_seconds = torch.zeros(num_envs, n, **f64)
+        self.jitter_seconds = torch.zeros(num_envs, n, **f64)
+        self.delay_steps = torch.zeros(num_envs, n, dtype=torch.long, device=device)
+        self.jitter_steps = torch.zeros(num_envs, n, **f64)  # effective: min(jitter, delay) / dt
+        self.jitter_ceil = torch.zeros(num_envs, n, dtype=torch.long, device=device)
+        self.jitter_steps_f32 = torch.zeros(num_envs, n, dtype=torch.float32, device=device)
+        self.scratch = torch.zeros(num_envs, n, **f64)
+        self.has_jitter = False
+        # the one delay shift of every env and sensor while it cannot vary (no jitter, no randomized or
+        # per-sensor delays, no setter call yet): the delayed read is then one slot copy
+        self.fixed_shift: int | None = None
+
+    def seconds(self, name: str) -> torch.Tensor:
+        """The ``(B, n_sensors)`` seconds of ``"delay"`` or ``"jitter"``."""
+        return self.delay_seconds if name == "delay" else self.jitter_seconds
+
+
+class ComponentTable:
+    """The per-env values of the per-component options of one sensor class, ``(B, cols)``.
+
+    One table per field in :attr:`values` (``noise``, ``bias``, ``random_walk``, ``resolution``, and the
+    error-model fields of :attr:`model_fields`: those some sensor of the class can make non-zero), whether
+    each field can be non-zero (:attr:`nonzero`: the ``has_X`` flags the imperfection kernel is planned
+    from), and the quantization tables derived from ``resolution``: ``resolution_step`` (``r`` where
+    ``r > 0``, else 1: a safe divisor), ``resolution_active`` (``r > 0``) and ``resolution_all_active``
+    (every component quantized: no mask needed). A class without floating components (``dtype`` None)
+    allocates no table and keeps its flags False.
+    """
+
+    def __init__(
+        self, sensors: list[Sensor], num_envs: int, cols: int, dtype: torch.dtype | None, device: torch.device
+    ) -> None:
+        self.dtype = dtype
+        self.values: dict[str, torch.Tensor] = {}
+        self.nonzero: dict[str, bool] = dict.fromkeys(COMPONENT_FIELDS, False)
+        #: the error-model fields (MODEL_FIELDS) with a table: some sensor's options can make them non-zero
+        self.model_fields: tuple[str, ...] = ()
+        self.resolution_all_active = False
+        if dtype is not None:
+            p = dict(dtype=dtype, device=device)
+            for name in COMPONENT_FIELDS:
+                self.values[name] = torch.zeros(num_envs, cols, **p)
+            self.resolution_step = torch.ones(num_envs, cols, **p)
+            self.resolution_active = torch.zeros(num_envs, cols, dtype=torch.bool, device=device)
+            self.one = torch.ones((), **p)
+            self.model_fields = _used_model_fields(sensors)
+            for name in self.model_fields:
+                self.values[name] = torch.zeros(num_envs, cols, **p)
+                self.nonzero[name] = False
+
+
+class RandomizedField:
+    """The options of one field given as distributions, and the buffers a resample of that field works in.
+
+    ``entries`` lists ``(columns, distribution)`` in the order the options gave them; after
+    :meth:`allocate`, ``columns`` marks the table columns drawn (bool, one per column), ``draws`` is the
+    scratch the distributions fill (the table's shape), ``draw_views`` pairs each distribution with its
+    columns of ``draws``, and ``rows`` is where a resample writes (envs of the mask x drawn columns).
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[slice, Distribution]] = []
+        self.columns: torch.Tensor | None = None
+        self.draws: torch.Tensor | None = None
+        self.rows: torch.Tensor | None = None
+        self.draw_views: list[tuple[torch.Tensor, Distribution]] = []
+
+    def allocate(self, like: torch.Tensor) -> None:
+        """Make the buffers for a table shaped like ``like``."""
+        self.columns = torch.zeros(like.shape[1], dtype=torch.bool, device=like.device)
+        for sl, _ in self.entries:
+            self.columns[sl] = True
+        self.draws = torch.zeros_like(like)
+        self.rows = torch.zeros(like.shape, dtype=torch.bool, device=like.device)
+        self.draw_views = [(self.draws[:, sl], dist) for sl, dist in self.entries]
+
+
+def _time_view(name: str, doc: str, settable: bool = False) -> property:
+    def get(self: ParameterTable) -> Any:
+        return getattr(self.times, name)
+
+    def put(self: ParameterTable, value: Any) -> None:
+        setattr(self.times, name, value)
+
+    return property(get, put if settable else None, doc=doc)
+
+
+def _component_view(name: str) -> property:
+    def get(self: ParameterTable) -> torch.Tensor:
+        try:
+            return self.components.values[name]
+        except KeyError:
+            raise AttributeError(f"no table {name!r}: no sensor of the class can make it non-zero") from None
+
+    return property(get, doc=f"``(B, cols)`` {name} per env and component.")
+
+
+def _flag_view(name: str) -> property:
+    def get(self: ParameterTable) -> bool:
+        try:
+            return self.components.nonzero[name]
+        except KeyError:
+            raise AttributeError(f"no flag 'has_{name}': the class has no {name} table") from None
+
+    def put(self: ParameterTable, value: bool) -> None:
+        self.components.nonzero[name] = value
+
+    return property(get, put, doc=f"Whether any {name} can be non-zero.")
+
+
 class ParameterTable:
     """Per-env option values of one sensor class (see the module docstring).
+
+    The values live in three records: :attr:`times` (a :class:`TimeTable`: delay and jitter per sensor),
+    :attr:`components` (a :class:`ComponentTable`: noise, bias, ... per component) and, per field given as
+    a distribution, a :class:`RandomizedField`. The tables and flags read as attributes of the table
+    (``delay_steps``, ``noise``, ``has_noise``, ...) are views of them.
 
     Args:
         sensors: the class's sensors in column order (``.options``, ``.cache_slice``, ``.index``).
@@ -134,50 +272,77 @@ class ParameterTable:
         self.binding = binding if binding is not None else Binding("torch")
         self.xp = self.binding.xp
         self._views: dict[str, Any] | None = None  # see _arrays
-        b, n = num_envs, len(sensors)
-        f64 = dict(dtype=torch.float64, device=device)
-        self.delay_seconds = torch.zeros(b, n, **f64)
-        self.jitter_seconds = torch.zeros(b, n, **f64)
-        self.delay_steps = torch.zeros(b, n, dtype=torch.long, device=device)
-        self.jitter_steps = torch.zeros(b, n, **f64)  # effective: min(jitter, delay) / dt
-        self.jitter_ceil = torch.zeros(b, n, dtype=torch.long, device=device)
-        self.jitter_steps_f32 = torch.zeros(b, n, dtype=torch.float32, device=device)
-        self._time_scratch = torch.zeros(b, n, **f64)
-        # field -> [(columns, distribution)] of the options given as distributions
-        self._random: dict[str, list[tuple[slice, Distribution]]] = {}
-        self._random_cols: dict[str, torch.Tensor] = {}
-        self._random_scratch: dict[str, torch.Tensor] = {}
-        self._random_rows: dict[str, torch.Tensor] = {}  # scratch: where a resample writes
-        self._random_draws: dict[str, list[tuple[torch.Tensor, Distribution]]] = {}  # views of the scratch
-        self.has_component_params = param_dtype is not None
-        self.has_noise = self.has_bias = self.has_random_walk = self.has_resolution = False
-        #: the error-model fields (MODEL_FIELDS) with a table: some sensor's options can make them non-zero
-        self.model_fields: tuple[str, ...] = ()
-        self.resolution_all_active = False  # every component quantized: no mask needed
-        self.has_jitter = False
-        # the one delay shift of every env and sensor while it cannot vary (no jitter, no randomized or
-        # per-sensor delays, no setter call yet): the delayed read is then one slot copy
-        self.uniform_shift: int | None = None
-        if param_dtype is not None:
-            p = dict(dtype=param_dtype, device=device)
-            cols = sum(sensor_cols)
-            self.noise = torch.zeros(b, cols, **p)
-            self.bias = torch.zeros(b, cols, **p)
-            self.random_walk = torch.zeros(b, cols, **p)
-            self.resolution = torch.zeros(b, cols, **p)
-            self.resolution_step = torch.ones(b, cols, **p)  # r where r > 0, else 1 (a safe divisor)
-            self.resolution_active = torch.zeros(b, cols, dtype=torch.bool, device=device)
-            self._one = torch.ones((), **p)
-            self.model_fields = _used_model_fields(sensors)
-            for name in self.model_fields:
-                setattr(self, name, torch.zeros(b, cols, **p))
-                setattr(self, f"has_{name}", False)
+        self.times = TimeTable(num_envs, len(sensors), device)
+        self.components = ComponentTable(sensors, num_envs, sum(sensor_cols), param_dtype, device)
+        #: field -> its options given as distributions and the buffers of their resample
+        self._random: dict[str, RandomizedField] = {}
         self._init_from_options(sensor_cols)
+
+    # -- views of the records (what the other components and ``md`` read) ------------------------------
+    delay_seconds = _time_view("delay_seconds", "``(B, n_sensors)`` delay in seconds.")
+    jitter_seconds = _time_view("jitter_seconds", "``(B, n_sensors)`` jitter in seconds.")
+    delay_steps = _time_view("delay_steps", "``(B, n_sensors)`` ``round(delay / dt)``.")
+    jitter_steps = _time_view("jitter_steps", "``(B, n_sensors)`` ``min(jitter, delay) / dt``.")
+    jitter_ceil = _time_view("jitter_ceil", "``(B, n_sensors)`` the most steps the jitter can add.")
+    jitter_steps_f32 = _time_view("jitter_steps_f32", "``jitter_steps`` in float32 (the delay line's).")
+    has_jitter = _time_view("has_jitter", "Whether any jitter can be non-zero.", settable=True)
+    uniform_shift = _time_view("fixed_shift", "The one delay shift while it cannot vary.", settable=True)
+    # the per-component tables (COMPONENT_FIELDS + MODEL_FIELDS: an error-model field without a table
+    # raises AttributeError) and their flags
+    noise = _component_view("noise")
+    bias = _component_view("bias")
+    random_walk = _component_view("random_walk")
+    resolution = _component_view("resolution")
+    noise_density = _component_view("noise_density")
+    random_walk_density = _component_view("random_walk_density")
+    bias_instability = _component_view("bias_instability")
+    bias_correlation_time = _component_view("bias_correlation_time")
+    scale_factor = _component_view("scale_factor")
+    bandwidth = _component_view("bandwidth")
+    has_noise = _flag_view("noise")
+    has_bias = _flag_view("bias")
+    has_random_walk = _flag_view("random_walk")
+    has_resolution = _flag_view("resolution")
+    has_noise_density = _flag_view("noise_density")
+    has_random_walk_density = _flag_view("random_walk_density")
+    has_bias_instability = _flag_view("bias_instability")
+    has_bias_correlation_time = _flag_view("bias_correlation_time")
+    has_scale_factor = _flag_view("scale_factor")
+    has_bandwidth = _flag_view("bandwidth")
+
+    @property
+    def resolution_step(self) -> torch.Tensor:
+        """``(B, cols)``: ``resolution`` where > 0, else 1."""
+        return self.components.resolution_step
+
+    @property
+    def resolution_active(self) -> torch.Tensor:
+        """``(B, cols)``: ``resolution > 0``."""
+        return self.components.resolution_active
+
+    @property
+    def resolution_all_active(self) -> bool:
+        """Whether every component is quantized (no mask needed)."""
+        return self.components.resolution_all_active
+
+    @resolution_all_active.setter
+    def resolution_all_active(self, value: bool) -> None:
+        self.components.resolution_all_active = value
+
+    @property
+    def has_component_params(self) -> bool:
+        """Whether the class has per-component tables (noise, bias, ...: a floating intermediate dtype)."""
+        return self.components.dtype is not None
+
+    @property
+    def model_fields(self) -> tuple[str, ...]:
+        """The error-model fields (MODEL_FIELDS) with a table (some sensor can make them non-zero)."""
+        return self.components.model_fields
 
     @property
     def fixed_shift(self) -> int | None:
         """The one delay shift (steps) of every env and sensor while it cannot vary, else None."""
-        return self.uniform_shift
+        return self.times.fixed_shift
 
     # -- construction ----------------------------------------------------------------------------------
     def _init_from_options(self, sensor_cols: list[int]) -> None:
@@ -194,29 +359,23 @@ class ParameterTable:
                     )
                 for name in COMPONENT_FIELDS + self.model_fields:
                     self._init_component(s, name, getattr(opts, name), sensor_cols[j])
+        components, times = self.components, self.times
         if self.has_component_params:
-            self.resolution_all_active = all(
+            components.resolution_all_active = all(
                 bounds_of(v)[0] > 0
                 for s in self.sensors
                 for v in _components(getattr(s.options, "resolution", 0.0))
             )
         delays = {s.options.delay for s in self.sensors}
-        if not self.has_jitter and "delay" not in self._random and len(delays) == 1:
-            self.uniform_shift = delay_steps(delays.pop(), self.dt)
-        for name, entries in self._random.items():
-            like = self.delay_seconds if name in TIME_FIELDS else self.noise
-            cols = torch.zeros(like.shape[1], dtype=torch.bool, device=self.device)
-            for sl, _ in entries:
-                cols[sl] = True
-            self._random_cols[name] = cols
-            self._random_scratch[name] = scratch = torch.zeros_like(like)
-            self._random_rows[name] = torch.zeros(like.shape, dtype=torch.bool, device=self.device)
-            self._random_draws[name] = [(scratch[:, sl], dist) for sl, dist in entries]
+        if not times.has_jitter and "delay" not in self._random and len(delays) == 1:
+            times.fixed_shift = delay_steps(delays.pop(), self.dt)
+        for name, field in self._random.items():
+            field.allocate(times.delay_seconds if name in TIME_FIELDS else components.values["noise"])
         self.refresh_derived()
 
     def _init_time(self, j: int, s: Sensor, name: str, value: float | Distribution) -> None:
         if isinstance(value, Distribution):
-            self._random.setdefault(name, []).append((slice(j, j + 1), value))
+            self._random.setdefault(name, RandomizedField()).entries.append((slice(j, j + 1), value))
             hi = value.bounds[1]
         else:
             self._param(name)[:, j] = value
@@ -224,7 +383,7 @@ class ParameterTable:
             if name == "delay":
                 self._warn_delay(s, value)
         if name == "jitter" and hi > 0:
-            self.has_jitter = True
+            self.times.has_jitter = True
 
     def _warn_delay(self, s: Sensor, seconds: float) -> None:
         steps = seconds / self.dt
@@ -250,14 +409,14 @@ class ParameterTable:
         for i, v in enumerate(values):
             col = slice(sl.start + i, sl.start + i + 1)
             if isinstance(v, Distribution):
-                self._random.setdefault(name, []).append((col, v))
+                self._random.setdefault(name, RandomizedField()).entries.append((col, v))
                 lo, hi = v.bounds
                 nonzero = lo != 0.0 or hi != 0.0
             else:
                 self._param(name)[:, col] = v
                 nonzero = v != 0.0
             if nonzero:
-                setattr(self, f"has_{name}", True)
+                self.components.nonzero[name] = True
 
     # -- derived tables --------------------------------------------------------------------------------
     def bind(self) -> None:
@@ -269,16 +428,22 @@ class ParameterTable:
         """The tables :meth:`refresh_derived` and :meth:`resample` work on, as the executor's arrays: the
         tensors themselves, or numpy views of them, taken once per plan (tensors are written in place)."""
         if self._views is None:
-            names = ["delay_seconds", "jitter_seconds", "delay_steps", "jitter_steps", "jitter_ceil"]
-            names += ["jitter_steps_f32", "_time_scratch"]
+            t, c = self.times, self.components
+            tensors = {
+                "delay_seconds": t.delay_seconds, "jitter_seconds": t.jitter_seconds,
+                "delay_steps": t.delay_steps, "jitter_steps": t.jitter_steps, "jitter_ceil": t.jitter_ceil,
+                "jitter_steps_f32": t.jitter_steps_f32, "_time_scratch": t.scratch,
+            }  # fmt: skip
             if self.has_component_params:
-                names += ["resolution", "resolution_step", "resolution_active", "_one"]
-            tensors = {n: getattr(self, n) for n in names}
-            for name in self._random:
+                tensors["resolution"] = c.values["resolution"]
+                tensors["resolution_step"] = c.resolution_step
+                tensors["resolution_active"] = c.resolution_active
+                tensors["_one"] = c.one
+            for name, field in self._random.items():
                 tensors[f"{name}.value"] = self._param(name)
-                tensors[f"{name}.draws"] = self._random_scratch[name]
-                tensors[f"{name}.columns"] = self._random_cols[name][None, :]
-                tensors[f"{name}.rows"] = self._random_rows[name]
+                tensors[f"{name}.draws"] = field.draws
+                tensors[f"{name}.columns"] = field.columns[None, :]
+                tensors[f"{name}.rows"] = field.rows
             self._views = {k: self.binding.array(v) for k, v in tensors.items()}
         return self._views
 
@@ -293,7 +458,7 @@ class ParameterTable:
                 steps=a["delay_steps"], jitter_steps=a["jitter_steps"], jitter_ceil=a["jitter_ceil"],
                 jitter_steps_f32=a["jitter_steps_f32"],
             )  # fmt: skip
-        if self.has_component_params and (changed is None or "resolution" in changed):
+        if self.components.dtype is not None and (changed is None or "resolution" in changed):
             xp.greater(a["resolution"], 0, a["resolution_active"])
             xp.copy(a["resolution_step"], a["_one"])  # a safe divisor where off ...
             xp.select_into(a["resolution_step"], a["resolution_active"], a["resolution"])  # ... r where on
@@ -309,8 +474,9 @@ class ParameterTable:
             return
         xp, a = self.xp, self._arrays()
         envs = (mask if xp is TORCH else mask.numpy())[:, None]
-        for name, draws in self._random_draws.items():
-            for out, dist in draws:  # from the torch generator on either executor: one random stream
+        for name, field in self._random.items():
+            # from the torch generator on either executor: one random stream
+            for out, dist in field.draw_views:
                 self.random.sample_(dist, out, mask, 0)
             rows = a[f"{name}.rows"]
             xp.logical_and(envs, a[f"{name}.columns"], rows)
@@ -320,7 +486,7 @@ class ParameterTable:
 
     def _param(self, name: str) -> torch.Tensor:
         if name in TIME_FIELDS:
-            return self.delay_seconds if name == "delay" else self.jitter_seconds
+            return self.times.seconds(name)
         return getattr(self, name)
 
     def randomized_components(self, s: Sensor) -> dict[str, list[int]]:
@@ -328,7 +494,8 @@ class ParameterTable:
         jitter: ``[0]``, one value per sensor), in the column order of :meth:`randomization`."""
         out: dict[str, list[int]] = {}
         j, sl = s.index, s.cache_slice
-        for name, entries in self._random.items():
+        for name, field in self._random.items():
+            entries = field.entries
             if name in TIME_FIELDS:
                 if any(cols.start == j for cols, _ in entries):
                     out[name] = [0]
@@ -344,9 +511,9 @@ class ParameterTable:
         j = s.index
         for name, comps in self.randomized_components(s).items():
             if name == "delay":
-                out[name] = self.delay_steps[:, j : j + 1].to(torch.float32) * self.dt
+                out[name] = self.times.delay_steps[:, j : j + 1].to(torch.float32) * self.dt
             elif name == "jitter":
-                out[name] = (self.jitter_steps[:, j : j + 1] * self.dt).to(torch.float32)
+                out[name] = (self.times.jitter_steps[:, j : j + 1] * self.dt).to(torch.float32)
             else:
                 idx = torch.tensor([s.cache_slice.start + c for c in comps], device=self.device)
                 out[name] = self._param(name).index_select(1, idx).to(torch.float32)
@@ -392,10 +559,11 @@ class ParameterTable:
                 f"{name} only on components without {density}, or give {name} in the options instead."
             )
         target[rows, sl] = v
+        components = self.components
         if bool((v != 0).any()):
-            setattr(self, f"has_{name}", True)
+            components.nonzero[name] = True
         if name == "resolution":
-            self.resolution_all_active = bool((self.resolution > 0).all())
+            components.resolution_all_active = bool((components.values["resolution"] > 0).all())
         self.refresh_derived()
 
     def set_time(self, s: Sensor, name: str, value: Any, rows: torch.Tensor, max_shift: int) -> None:
@@ -406,8 +574,8 @@ class ParameterTable:
         if not isinstance(value, Distribution) and np.ndim(value) == 1:
             value = np.asarray(value)[:, None]  # one value per selected env
         v = self._as_values(s, name, value, (len(rows), 1), torch.float64)[:, 0]
-        delay = v if name == "delay" else self.delay_seconds[rows, j]
-        jitter = v if name == "jitter" else self.jitter_seconds[rows, j]
+        delay = v if name == "delay" else self.times.delay_seconds[rows, j]
+        jitter = v if name == "jitter" else self.times.jitter_seconds[rows, j]
         if bool((jitter > delay + 1e-12).any()):
             raise ValueError(
                 f"{type(s).__name__}.set_{name}: jitter {jitter.tolist()} exceeds delay {delay.tolist()} "
@@ -433,19 +601,18 @@ class ParameterTable:
         if name == "delay":
             for sec in {float(x) for x in v.tolist()}:
                 self._warn_delay(s, sec)
-        self.uniform_shift = None
-        self._param(name)[rows, j] = v
+        times = self.times
+        times.fixed_shift = None
+        times.seconds(name)[rows, j] = v
         if name == "jitter" and bool((v > 0).any()):
-            self.has_jitter = True
+            times.has_jitter = True
         self.refresh_derived()
 
     # -- persistence -----------------------------------------------------------------------------------
     def state_tensors(self) -> dict[str, torch.Tensor]:
         """The values (the derived tables are recomputed on load)."""
-        out = {"delay_seconds": self.delay_seconds, "jitter_seconds": self.jitter_seconds}
-        if self.has_component_params:
-            for name in COMPONENT_FIELDS + self.model_fields:
-                out[name] = getattr(self, name)
+        out = {"delay_seconds": self.times.delay_seconds, "jitter_seconds": self.times.jitter_seconds}
+        out.update(self.components.values)  # COMPONENT_FIELDS, then model_fields (none without a dtype)
         return out
 
     def parameter_tensors(self) -> tuple[torch.Tensor, ...]:

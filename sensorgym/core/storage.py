@@ -218,7 +218,7 @@ class ClassStorage:
             if self.max_shift:
                 depth = max(self.max_shift + 1, min_depth)
                 self.delay_line = DelayLine(
-                    widths, self.params, self.m_cache, depth, random, clock, self.binding
+                    widths, self.params.times, self.m_cache, depth, random, clock, self.binding
                 )
             self.m_ring = (
                 self.delay_line.ring if self.delay_line else (ring(min_depth) if post_processed else None)
