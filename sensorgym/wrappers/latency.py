@@ -46,9 +46,9 @@ Example:
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
 
 import gymnasium as gym
@@ -56,25 +56,14 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from ..core.delay_line import (  # noqa: F401 - JITTER_CEIL_TOLERANCE: re-exported, the one law's tolerance
-    FAR,
-    JITTER_CEIL_TOLERANCE,
-    DelayLine,
-    DelaySteps,
-    delay_line_bytes,
-    device_memory,
-    human_bytes,
-)
-from ..core.metadata import STEP
-from ..core.options import bounds_of, check_seconds, option_error
-from ..core.parameters import delay_steps, jitter_extra_steps
+from ..core.delay_line import JITTER_CEIL_TOLERANCE  # noqa: F401 - re-exported, the one law's tolerance
 from ..core.randomization import Distribution
-from ..core.ring import Clock
 from ..core.rng import BatchRandom, RandomSource
 from ..core.rows import folded_seed
 from ..core.values import as_int
 from ..sensors.state import StateSensorOptions
-from .common import autoreset_mode_of, infer_dt
+from ._latency_state import ActionLatencyConfig, ActionQueue, upgrade_flat_state
+from ._latency_state import _check_time as _check_time  # re-exported: app/config.py checks [latency] with it
 from .vector import _is_torch
 
 __all__ = ["APPLIED_KEY", "IN_FLIGHT_KEY", "LATENCY_KEY", "ActionLatency"]
@@ -87,7 +76,6 @@ APPLIED_KEY = "action_applied"
 LATENCY_KEY = "action_latency"
 
 _STREAM_TAG = 0x41435445  # separates the latency stream from a SensorObservation seeded with the same int
-_ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
 def _stream_seed(seed: int) -> int:
@@ -108,20 +96,16 @@ def _check_seed(seed: Any, where: str) -> int | None:
     return value
 
 
-def _check_time(name: str, value: Any) -> float | Distribution:
-    """A delay/jitter option: seconds >= 0 or a bounded non-negative distribution (the sensors' check)."""
-    return check_seconds("ActionLatency", name, value, " so the action queue can be sized")
+def _forward(path: str, doc: str) -> property:
+    """A read-only property reading ``path`` (dotted) from the wrapper: a component's value."""
+    return property(attrgetter(path), doc=doc)
 
 
-def _zero_action(space: gym.Space) -> np.ndarray:
-    """Zeros clipped into an array action space."""
-    if isinstance(space, gym.spaces.Box):
-        return np.clip(np.zeros(space.shape), space.low, space.high).astype(space.dtype)
-    if isinstance(space, gym.spaces.Discrete):
-        return np.asarray(np.clip(0, space.start, space.start + space.n - 1), dtype=space.dtype)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return np.clip(np.zeros(space.shape), space.start, space.start + space.nvec - 1).astype(space.dtype)
-    return np.zeros(space.shape, dtype=space.dtype)  # MultiBinary
+def _done(terminations: Any, truncations: Any, device: torch.device) -> torch.Tensor:
+    done = terminations | truncations
+    if torch.is_tensor(done):
+        return done.to(device=device, dtype=torch.bool)
+    return torch.from_numpy(np.array(done, dtype=bool, copy=True)).to(device)
 
 
 class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
@@ -172,125 +156,66 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "gym.make_vec(...) (or gym.vector.SyncVectorEnv) around the env."
             )
         VectorWrapper.__init__(self, env)
-        space = env.single_action_space
-        if not isinstance(space, _ARRAY_SPACES):
-            raise TypeError(
-                f"ActionLatency: action space {space} is not supported; it delays Box, Discrete, "
-                "MultiDiscrete and MultiBinary actions. Fix: map the actions of the sub-envs to one Box with "
-                "a gymnasium ActionWrapper, then wrap the vector env."
-            )
-        self.delay = _check_time("delay", delay)
-        self.jitter = _check_time("jitter", jitter)
-        delay_max, jitter_max = bounds_of(self.delay)[1], bounds_of(self.jitter)[1]
-        if jitter_max > delay_max + 1e-12:
-            raise option_error(
-                "ActionLatency",
-                "jitter",
-                jitter,
-                f"jitter is extra delay on top of `delay` and must satisfy 0 <= jitter <= delay ({delay!r})",
-                f"lower jitter to at most {delay_max:g} or raise delay",
-            )
-        self.dt = infer_dt(env, dt)
-        self.device = torch.device(getattr(env.unwrapped, "device", None) or "cpu")
-        self.action_shape = tuple(space.shape)
-        self._np_dtype = np.dtype(space.dtype)
-        if not isinstance(self.delay, Distribution):
-            steps = self.delay / self.dt
-            if abs(steps - round(steps)) > 1e-6:
-                rounded = delay_steps(self.delay, self.dt)
-                warnings.warn(
-                    f"ActionLatency: delay={self.delay:g} s is not a multiple of dt={self.dt:g} s; it is "
-                    f"rounded to {rounded} step(s) = {rounded * self.dt:g} s.",
-                    stacklevel=2,
-                )
-        self.autoreset_mode = autoreset_mode_of(env)
-        #: the deepest shift any env can reach: the width of ``info["action_in_flight"]``
-        self.max_shift = delay_steps(delay_max, self.dt) + jitter_extra_steps(
-            min(jitter_max, delay_max), self.dt
-        )
-        self.has_jitter = jitter_max > 0
-        self._check_memory(delay, jitter, jitter_max > delay_max / 2)
-        self._dtype = torch.from_numpy(np.zeros(0, self._np_dtype)).dtype
-        self.initial_action = self._check_initial(initial_action, space)
+        # the options as checked and what follows from them alone: fixed from here on
+        self._config = cfg = ActionLatencyConfig.resolve(env, delay, jitter, dt, initial_action)
         seed = _check_seed(seed, "seed")
-        self._random: RandomSource = BatchRandom(self.device, None if seed is None else _stream_seed(seed))
-
-        num_envs, device = self.num_envs, self.device
-        self._col = (num_envs,) + (1,) * len(self.action_shape)  # a (B,) mask broadcast over one action
-        zero = torch.from_numpy(_zero_action(space)).to(device)
-        init = (
-            zero if isinstance(self.initial_action, str) else torch.from_numpy(self.initial_action).to(device)
-        )
-        self._init = init.expand(num_envs, *self.action_shape).clone()  # what padding shows (not for "first")
-        self._clock = Clock()  # global step count: the ring slot of this step's chosen actions
-        self._build_queue()
-        self._ep_t = torch.zeros(num_envs, dtype=torch.long, device=device)  # episode step of the next action
-        self._first = self._init.clone()  # the episode's first action ("first")
-        self._applied = self._init.clone()
-        self._autoreset = torch.zeros(num_envs, dtype=torch.bool, device=device)
-        float64 = dict(dtype=torch.float64, device=device)
+        self._random: RandomSource = BatchRandom(cfg.device, None if seed is None else _stream_seed(seed))
+        # the actions in flight: the delay line, the episode clocks, the first and last applied actions
+        self._queue = ActionQueue(cfg, cfg.initial_actions(env.single_action_space), self._random)
+        num_envs, float64 = cfg.num_envs, dict(dtype=torch.float64, device=cfg.device)
+        self._autoreset = torch.zeros(num_envs, dtype=torch.bool, device=cfg.device)
+        # this episode's delay and jitter (seconds) per env, resampled at every reset of a distribution
         self._delay_s = torch.full(
-            (num_envs,), 0.0 if isinstance(self.delay, Distribution) else self.delay, **float64
+            (num_envs,), 0.0 if isinstance(cfg.delay, Distribution) else cfg.delay, **float64
         )
         self._jitter_s = torch.full(
-            (num_envs,), 0.0 if isinstance(self.jitter, Distribution) else self.jitter, **float64
+            (num_envs,), 0.0 if isinstance(cfg.jitter, Distribution) else cfg.jitter, **float64
         )
         self._scratch = torch.zeros(num_envs, **float64)
         self._refresh()
         self._torch_env: bool | None = None  # learnt from the first reset observation
-        self._on_host = self.device.type == "cpu"
-        self._pad_first = isinstance(self.initial_action, str) and self.initial_action == "first"
-        self._slots = torch.arange(1, self.max_shift + 1, device=device)  # in-flight slot k: k + 1 steps back
-        self._k = torch.arange(self.max_shift, device=device)
 
-    # The queue is the sensors' delay line (core/delay_line.py): one delayed stream per env whose snapshots
-    # are the chosen actions; it draws the jitter, applies the monotone rule and gathers, by the one law.
-    #: attributes that are the delay line or views of its buffers: made again, never pickled (pickle stores
-    #: each view as its own copy, which would silently stop sharing memory with the delay line)
-    _QUEUE_VIEWS = (
-        "_steps", "_queued", "_line", "_ring", "_queued_action", "_prev", "_draw",
-        "_delay_steps", "_jitter_steps", "_jitter_ceil",
-    )  # fmt: skip
+    # -- the options, as checked (read-only: the config is fixed) ----------------------------------------
+    delay = _forward("_config.delay", "The ``delay`` option: seconds or a distribution.")
+    jitter = _forward("_config.jitter", "The ``jitter`` option: seconds or a distribution.")
+    dt = _forward("_config.dt", "The control step in seconds (given or inferred from the env).")
+    initial_action = _forward(
+        "_config.initial_action", 'The ``initial_action`` option: ``"zero"``, ``"first"`` or one action.'
+    )
+    autoreset_mode = _forward("_config.autoreset_mode", "The wrapped env's autoreset mode.")
+    device = _forward("_config.device", "Where the queue lives: the env's device (``cpu`` for numpy envs).")
+    action_shape = _forward("_config.action_shape", "One action's shape.")
+    max_shift = _forward(
+        "_config.max_shift", 'The deepest shift any env can reach: the width of ``info["action_in_flight"]``.'
+    )
+    has_jitter = _forward("_config.has_jitter", "Whether the jitter can be > 0 (its upper bound is).")
+    # the queue's parts (read by the tests: the queue is the core delay line and its views share its memory)
+    _line = _forward("_queue.line", "The action queue's delay line.")
+    _ring = _forward("_queue.ring", "``(depth, B, *A)`` view of the delay line's ring: the chosen actions.")
+    _prev = _forward("_queue.prev", "``(B,)`` view of the delay line's previous shift.")
+    _draw = _forward("_queue.line.draw_target", "``(2, B)``: this step's jitter uniforms.")
 
-    def _build_queue(self) -> None:
-        b, shape, depth = self.num_envs, self.action_shape, self.max_shift + 1
-        self._steps = DelaySteps(b, 1, self.device, self.has_jitter)  # fixed_shift None: always sampled
-        self._queued = torch.zeros(b, math.prod(shape), dtype=self._dtype, device=self.device)
-        self._line = DelayLine(
-            [self._queued.shape[1]], self._steps, self._queued, depth, self._random, self._clock
-        )
-        self._ring = self._line.ring.buffer.view(depth, b, *shape)  # slot clock % depth: that step's actions
-        self._queued_action = self._queued.view(b, *shape)  # the action chosen `shift` steps ago, per env
-        self._prev = self._line.prev_shift[:, 0]  # last effective shift
-        self._draw = self._line.draw_target  # (2, B): this step's jitter uniforms
-        # per env: D, the effective jitter in steps and its ceiling
-        self._delay_steps, self._jitter_steps, self._jitter_ceil = (
-            t[:, 0] for t in (self._steps.delay_steps, self._steps.jitter_steps_f32, self._steps.jitter_ceil)
-        )
-
-    def __getstate__(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in self._QUEUE_VIEWS}
-        state["_queue_state"] = (self._ring.clone(), self._prev.clone())
-        return state
+    @property
+    def _jitter_ceil(self) -> torch.Tensor:
+        """``(B,)``: each env's jitter ceiling in steps."""
+        return self._queue.steps.jitter_ceil[:, 0]
 
     def __deepcopy__(self, memo: dict) -> ActionLatency:
-        """``copy.deepcopy`` (through :meth:`__getstate__`); also over a ``gym.make_vec`` env of Gymnasium
-        < 1.4, whose consumed ``env_fns`` generator cannot be copied."""
+        """``copy.deepcopy`` (the queue makes its delay line again); also over a ``gym.make_vec`` env of
+        Gymnasium < 1.4, whose consumed ``env_fns`` generator cannot be copied."""
         from .checkpoint import picklable_env_fns
 
         new = object.__new__(type(self))
         memo[id(self)] = new
         with picklable_env_fns(self.env):
-            new.__setstate__(copy.deepcopy(self.__getstate__(), memo))
+            new.__setstate__(copy.deepcopy(self.__dict__, memo))
         return new
 
     def __setstate__(self, state: dict) -> None:
-        ring, prev = state.pop("_queue_state")
-        self.__dict__.update(state)
-        self._build_queue()
-        self._ring.copy_(ring)
-        self._prev.copy_(prev)
-        self._refresh()
+        flat = "_queue_state" in state  # pickled before the config and the queue were components
+        self.__dict__.update(upgrade_flat_state(state) if flat else state)
+        if flat:
+            self._refresh()
 
     @property
     def _random(self) -> RandomSource:
@@ -300,69 +225,11 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
     @_random.setter
     def _random(self, source: RandomSource) -> None:
         self.__dict__["_stream"] = source
-        line = self.__dict__.get("_line")
-        if line is not None:
-            line.random = source
+        queue = self.__dict__.get("_queue")
+        if queue is not None:
+            queue.line.random = source
 
     # -- validation ------------------------------------------------------------------------------------
-    def _check_memory(self, delay: Any, jitter: Any, by_jitter: bool) -> None:
-        """Refuse, before allocating, an action queue larger than the device's memory (a delay given in
-        steps or milliseconds), naming the option instead of ending in an allocator error."""
-        width = self.num_envs * math.prod(self.action_shape) * self._np_dtype.itemsize
-        depth = self.max_shift + 1
-        need = delay_line_bytes(depth, 1, width, torch.uint8)
-        limit = device_memory(self.device)
-        if limit is None or need <= limit:
-            return
-        name, value = ("jitter", jitter) if by_jitter else ("delay", delay)
-        raise option_error(
-            "ActionLatency",
-            name,
-            value,
-            f"at dt={self.dt:g} s it needs an action queue of {depth:,} steps: about {human_bytes(need)} "
-            f"({need:,} bytes), more than the {human_bytes(limit)} of memory on {self.device}",
-            f"give the {name} in seconds (e.g. {name}=0.04), not in steps or milliseconds, or lower it",
-        )
-
-    def _check_initial(self, value: Any, space: gym.Space) -> str | np.ndarray:
-        if isinstance(value, str):
-            if value not in ("zero", "first"):
-                raise option_error(
-                    "ActionLatency",
-                    "initial_action",
-                    value,
-                    'it must be "zero", "first" or an array of one action\'s shape',
-                    f'use initial_action="zero" or an array of shape {self.action_shape}',
-                )
-            return value
-        if torch.is_tensor(value):
-            value = value.detach().cpu().numpy()
-        if not isinstance(value, (np.ndarray, list, tuple, int, float, np.number)) or isinstance(value, bool):
-            raise TypeError(
-                f'ActionLatency.initial_action={value!r} is invalid: expected "zero", "first" or an array '
-                f"of shape {self.action_shape}. Fix: pass e.g. initial_action=np.zeros({self.action_shape})."
-            )
-        arr = np.asarray(value)
-        if arr.shape != self.action_shape:
-            raise option_error(
-                "ActionLatency",
-                "initial_action",
-                value,
-                f"its shape {arr.shape} is not one action's shape {self.action_shape}",
-                f"pass an array of shape {self.action_shape}",
-            )
-        cast = arr.astype(self._np_dtype)
-        lossy = self._np_dtype.kind in "iub" and not np.array_equal(cast, arr)
-        if lossy or not space.contains(cast):
-            raise option_error(
-                "ActionLatency",
-                "initial_action",
-                value,
-                f"it is not an action of the action space {space}",
-                'clip it into the action space (or pass initial_action="zero")',
-            )
-        return cast
-
     def _mask(self, mask: Any) -> torch.Tensor:
         mask_tensor = mask if torch.is_tensor(mask) else torch.from_numpy(np.array(mask, copy=True))
         if mask_tensor.dtype != torch.bool or tuple(mask_tensor.shape) != (self.num_envs,):
@@ -371,42 +238,38 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                 f"({self.num_envs},), got shape {tuple(mask_tensor.shape)} dtype {mask_tensor.dtype}. Fix: "
                 "pass e.g. options={'reset_mask': terminations | truncations}."
             )
-        return mask_tensor.to(self.device)
+        return mask_tensor.to(self._config.device)
 
-    def _to_ring(self, actions: Any) -> torch.Tensor:
+    def _to_ring(self, actions: Any, cfg: ActionLatencyConfig) -> torch.Tensor:
         if torch.is_tensor(actions):
-            chosen = actions.detach().to(device=self.device, dtype=self._dtype)
+            chosen = actions.detach().to(device=cfg.device, dtype=cfg.dtype)
         else:
             try:
-                arr = np.array(actions, dtype=self._np_dtype, copy=True)
+                arr = np.array(actions, dtype=cfg.np_dtype, copy=True)
             except (TypeError, ValueError) as e:
                 raise TypeError(
                     f"ActionLatency.step: actions of type {type(actions).__name__} cannot be read as a "
-                    f"{self._np_dtype} array ({e}). Fix: pass a numpy array or torch tensor of shape "
-                    f"{(self.num_envs, *self.action_shape)}."
+                    f"{cfg.np_dtype} array ({e}). Fix: pass a numpy array or torch tensor of shape "
+                    f"{cfg.batch_shape}."
                 ) from None
-            chosen = torch.from_numpy(arr).to(self.device)
-        if tuple(chosen.shape) != (self.num_envs, *self.action_shape):
+            chosen = torch.from_numpy(arr).to(cfg.device)
+        if tuple(chosen.shape) != cfg.batch_shape:
             raise ValueError(
                 f"ActionLatency.step: actions have shape {tuple(chosen.shape)}, expected "
-                f"{(self.num_envs, *self.action_shape)} (num_envs, *action_shape). Fix: pass one action "
-                "per env."
+                f"{cfg.batch_shape} (num_envs, *action_shape). Fix: pass one action per env."
             )
         return chosen
 
     # -- the latency law -------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        """Per-env steps from the per-env seconds (the delay line's law: ``D`` half to even, effective
-        jitter, its ceiling), and the ``[delay, jitter]`` seconds the info reports."""
-        self._steps.set_seconds(self._delay_s, self._jitter_s, self.dt)
-        jitter = torch.minimum(self._jitter_s, self._delay_s)
-        delay = self._steps.delay_steps[:, 0].to(torch.float64) * self.dt
-        self._latency = torch.stack([delay, jitter], 1).float()
+        """The queue's per-env steps from the per-env seconds (the delay line's law: ``D`` half to even,
+        effective jitter, its ceiling), and the ``[delay, jitter]`` seconds the info reports."""
+        self._latency = self._queue.set_seconds(self._delay_s, self._jitter_s)
 
     def _resample(self, rows: torch.Tensor) -> None:
         changed = False
-        for name, target in (("delay", self._delay_s), ("jitter", self._jitter_s)):
-            dist = getattr(self, name)
+        cfg = self._config
+        for dist, target in ((cfg.delay, self._delay_s), (cfg.jitter, self._jitter_s)):
             if isinstance(dist, Distribution):
                 self._random.sample_(dist, self._scratch, rows, 0)
                 torch.where(rows, self._scratch, target, out=target)
@@ -419,29 +282,20 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
 
         On the host an empty mask is skipped (checking it costs nothing there; the random stream then
         depends only on which envs reset). On an accelerator the mask is applied as is: no device sync."""
-        if self._on_host and not bool(rows.any()):
+        if self._config.on_host and not bool(rows.any()):
             return
         self._resample(rows)
-        self._ep_t.masked_fill_(rows, 0)
-        self._prev.masked_fill_(rows, FAR)  # no previous action: the monotone bound never binds
-        self._applied = torch.where(rows.view(self._col), self._init, self._applied)
+        self._queue.restart(rows)
 
     def _shift(self) -> torch.Tensor:
         """The effective shift of every env's last applied action (steps; a new tensor)."""
-        return self._prev.clone()
-
-    def _in_flight(self) -> torch.Tensor:
-        """``(B, S, *A)``: chosen, not yet applied actions newest first, then the last applied action."""
-        slots = (self._clock.t - self._slots) % (self.max_shift + 1)
-        window = self._ring.index_select(0, slots).transpose(0, 1)  # (B, S, *A)
-        pending = torch.minimum(self._prev, self._ep_t)  # how many chosen actions are not applied yet
-        keep = (self._k[None, :] < pending[:, None]).view(*window.shape[:2], *(1,) * len(self.action_shape))
-        return torch.where(keep, window, self._applied[:, None])
+        return self._queue.prev.clone()
 
     def _entries(self) -> dict[str, Any]:
+        queue = self._queue
         out = {
-            IN_FLIGHT_KEY: self._in_flight(),
-            APPLIED_KEY: self._applied.clone(),
+            IN_FLIGHT_KEY: queue.in_flight(),
+            APPLIED_KEY: queue.applied.clone(),
             LATENCY_KEY: self._latency.clone(),
         }
         if self._torch_env:
@@ -466,7 +320,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                 reset = torch.nonzero(rows.cpu()).flatten().tolist()
                 self._random.seed(folded_seed([_stream_seed(first)], reset, self._random.get_state()))
         if rows is None:
-            rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+            rows = torch.ones(self.num_envs, dtype=torch.bool, device=self._config.device)
         self._reset_rows(rows)
         self._autoreset &= ~rows
         return obs, {**info, **self._entries()}
@@ -474,31 +328,22 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
     def step(self, actions: Any):
         if self._torch_env is None:
             raise RuntimeError("ActionLatency.step() before reset(). Fix: call reset() first.")
-        chosen = self._to_ring(actions)
-        self._ring[self._clock.t % (self.max_shift + 1)] = chosen
-        if self._pad_first:  # the episode's first action pads its start
-            self._first = torch.where((self._ep_t == 0).view(self._col), chosen, self._first)
-        # the delay line: this step's shift D + floor(j/dt + u), never older than the previous action
-        # (it becomes self._prev, in place), and the action chosen that many steps ago
-        self._line.sample_delay(STEP)
-        padded = (self._ep_t - self._prev) < 0  # before the episode's first action: the initial one
-        fill = self._first if self._pad_first else self._init
-        applied = torch.where(padded.view(self._col), fill, self._queued_action)
-        self._ep_t = self._ep_t + 1
-        self._clock.tick()
-        self._applied = applied
-        sent = applied
-        restart = self._autoreset if self.autoreset_mode is AutoresetMode.NEXT_STEP else None
-        if restart is not None:
+        cfg = self._config
+        chosen = self._to_ring(actions, cfg)
+        sent = applied = self._queue.advance(chosen)  # the action chosen `shift` steps ago (or the initial)
+        mode = cfg.autoreset_mode
+        next_step = mode is AutoresetMode.NEXT_STEP
+        if next_step:
+            restart = self._autoreset
             # The autoreset call: the action belongs to no episode and reaches the env unchanged.
-            sent = torch.where(restart.view(self._col), chosen, applied)
+            sent = torch.where(restart.view(cfg.col), chosen, applied)
             self._reset_rows(restart)
         obs, rewards, terminations, truncations, info = self.env.step(self._out(sent, actions))
-        done = self._done(terminations, truncations)
+        done = _done(terminations, truncations, cfg.device)
         info = dict(info)
-        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+        if next_step:
             self._autoreset = done
-        elif self.autoreset_mode is AutoresetMode.SAME_STEP:
+        elif mode is AutoresetMode.SAME_STEP:
             terminal = self._entries()
             self._reset_rows(done)
             final_info = info.get("final_info")
@@ -507,12 +352,6 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             elif final_info is None and bool(done.any()):
                 info["final_info"] = terminal
         return obs, rewards, terminations, truncations, {**info, **self._entries()}
-
-    def _done(self, terminations: Any, truncations: Any) -> torch.Tensor:
-        done = terminations | truncations
-        if torch.is_tensor(done):
-            return done.to(device=self.device, dtype=torch.bool)
-        return torch.from_numpy(np.array(done, dtype=bool, copy=True)).to(self.device)
 
     def _out(self, sent: torch.Tensor, actions: Any) -> Any:
         """The actions for the inner env, as the caller passed them (a new array/tensor)."""
@@ -536,17 +375,18 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             {'action_in_flight': (2, 1), 'action_latency': (2,)}
         """
         out: dict[str, StateSensorOptions] = {}
+        cfg = self._config
         if in_flight:
-            if self.max_shift == 0:
+            if cfg.max_shift == 0:
                 raise ValueError(
                     "ActionLatency.critic_sensors(in_flight=True): with delay=0 no action is ever in flight "
                     "(max_shift is 0). Fix: pass in_flight=False, or give the wrapper a delay > 0."
                 )
             out[IN_FLIGHT_KEY] = StateSensorOptions(
-                key=IN_FLIGHT_KEY, shape=(self.max_shift, *self.action_shape)
+                key=IN_FLIGHT_KEY, shape=(cfg.max_shift, *cfg.action_shape)
             )
         if applied:
-            out[APPLIED_KEY] = StateSensorOptions(key=APPLIED_KEY, shape=self.action_shape or (1,))
+            out[APPLIED_KEY] = StateSensorOptions(key=APPLIED_KEY, shape=cfg.action_shape or (1,))
         if latency:
             out[LATENCY_KEY] = StateSensorOptions(key=LATENCY_KEY, shape=(2,))
         return out
@@ -555,20 +395,21 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue bit-identically: the action queue, the per-env episode clocks,
         monotone bounds, first/applied actions, the sampled delay/jitter, the autoreset mask and the RNG."""
+        cfg, queue = self._config, self._queue
         return {
             "version": 2,
             "options": self.checkpoint_options(),
             "num_envs": self.num_envs,
-            "dt": self.dt,
-            "max_shift": self.max_shift,
-            "action_shape": self.action_shape,
-            "action_dtype": str(self._np_dtype),
-            "clock": self._clock.t,
-            "ring": self._ring.clone(),
-            "ep_t": self._ep_t.clone(),
-            "prev": self._prev.clone(),
-            "first": self._first.clone(),
-            "applied": self._applied.clone(),
+            "dt": cfg.dt,
+            "max_shift": cfg.max_shift,
+            "action_shape": cfg.action_shape,
+            "action_dtype": str(cfg.np_dtype),
+            "clock": queue.clock.t,
+            "ring": queue.ring.clone(),
+            "ep_t": queue.ep_t.clone(),
+            "prev": queue.prev.clone(),
+            "first": queue.first.clone(),
+            "applied": queue.applied.clone(),
             "autoreset": self._autoreset.clone(),
             "delay_s": self._delay_s.clone(),
             "jitter_s": self._jitter_s.clone(),
@@ -579,13 +420,14 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
     def checkpoint_options(self) -> dict[str, str]:
         """The options a checkpoint must have been saved with to load here, each as its exact ``repr``
         (``seed`` is not among them: the checkpoint's random state replaces it)."""
-        init = self.initial_action
+        cfg = self._config
+        init = cfg.initial_action
         return {
-            "delay": repr(self.delay),
-            "jitter": repr(self.jitter),
-            "dt": repr(self.dt),
+            "delay": repr(cfg.delay),
+            "jitter": repr(cfg.jitter),
+            "dt": repr(cfg.dt),
             "initial_action": repr(init) if isinstance(init, str) else f"{init.tolist()!r} ({init.dtype})",
-            "autoreset_mode": repr(self.autoreset_mode.value),
+            "autoreset_mode": repr(cfg.autoreset_mode.value),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -599,12 +441,13 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "ActionLatency.load_state_dict: not an ActionLatency state_dict (version 2). Fix: pass what "
                 "ActionLatency.state_dict() returned."
             )
+        cfg, queue = self._config, self._queue
         mine = {
             "num_envs": self.num_envs,
-            "dt": self.dt,
-            "max_shift": self.max_shift,
-            "action_shape": self.action_shape,
-            "action_dtype": str(self._np_dtype),
+            "dt": cfg.dt,
+            "max_shift": cfg.max_shift,
+            "action_shape": cfg.action_shape,
+            "action_dtype": str(cfg.np_dtype),
         }
         for field, value in mine.items():
             theirs = state[field]
@@ -630,13 +473,13 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                         f"with {field}={theirs}, this wrapper has {field}={value}. Fix: build the wrapper "
                         "with the options of the one that saved the checkpoint."
                     )
-        dev = self.device
-        self._clock.t = int(state["clock"])
-        self._ring.copy_(state["ring"])  # in place: the delay line reads these buffers
-        self._ep_t = state["ep_t"].to(dev, copy=True)
-        self._prev.copy_(state["prev"])
-        self._first = state["first"].to(dev, copy=True)
-        self._applied = state["applied"].to(dev, copy=True)
+        dev = cfg.device
+        queue.clock.t = int(state["clock"])
+        queue.ring.copy_(state["ring"])  # in place: the delay line reads these buffers
+        queue.ep_t = state["ep_t"].to(dev, copy=True)
+        queue.prev.copy_(state["prev"])
+        queue.first = state["first"].to(dev, copy=True)
+        queue.applied = state["applied"].to(dev, copy=True)
         self._autoreset = state["autoreset"].to(dev, copy=True)
         self._delay_s.copy_(state["delay_s"])
         self._jitter_s.copy_(state["jitter_s"])
