@@ -141,17 +141,22 @@ def regress_filter(
     if n < 10 or np.ptp(now) == 0.0 or np.ptp(previous) == 0.0:
         return {**empty, "gap": gap, "pairs": n}
     coef, cov, spread = _ols(y, [previous, now, np.ones(n)])
+    return _gain_fit(coef, cov, {"spread": spread, "gap": gap, "pairs": n})
+
+
+def _gain_fit(coef: np.ndarray, cov: np.ndarray, base: dict) -> dict[str, float]:
+    """The row of a regression on ``z_{k-1}`` and ``x_k`` (coefficients ``c``, ``g`` first, their
+    covariance ``cov``): the slope, the gain and the scale factor ``k = g / (1 - c) - 1`` with its
+    delta-method standard error (none when ``c >= 1``)."""
     c, g = float(coef[0]), float(coef[1])
     out = {
+        **base,
         "slope": c,
         "slope_se": float(math.sqrt(max(cov[0, 0], 0.0))),
-        "spread": spread,
-        "gap": gap,
-        "pairs": n,
         "gain": g,
         "gain_se": float(math.sqrt(max(cov[1, 1], 0.0))),
-        "scale": nan,
-        "scale_se": nan,
+        "scale": float("nan"),
+        "scale_se": float("nan"),
     }
     if c < 1.0:
         grad = np.array([g / (1.0 - c) ** 2, 1.0 / (1.0 - c)])  # d(1 + k)/dc, d(1 + k)/dg
@@ -197,25 +202,7 @@ def _regress_blocks(
     coef, *_ = np.linalg.lstsq(design, yy, rcond=None)
     spread = float(math.sqrt(np.sum((yy - design @ coef) ** 2) / (n - g - 2)))
     cov = spread**2 * np.linalg.pinv(design.T @ design)
-    c, k_gain = float(coef[0]), float(coef[1])
-    out = {
-        **empty,
-        "slope": c,
-        "slope_se": float(math.sqrt(max(cov[0, 0], 0.0))),
-        "spread": spread,
-        "gap": gap,
-        "pairs": n,
-        "dof": n - g - 2,
-        "gain": k_gain,
-        "gain_se": float(math.sqrt(max(cov[1, 1], 0.0))),
-        "scale": float("nan"),
-        "scale_se": float("nan"),
-    }
-    if c < 1.0:
-        grad = np.array([k_gain / (1.0 - c) ** 2, 1.0 / (1.0 - c)])
-        out["scale"] = k_gain / (1.0 - c) - 1.0
-        out["scale_se"] = float(math.sqrt(max(grad @ cov @ grad, 0.0)))
-    return out
+    return _gain_fit(coef, cov, {**empty, "spread": spread, "gap": gap, "pairs": n, "dof": n - g - 2})
 
 
 def regress_scale(z: np.ndarray, x: np.ndarray, blocks: int = 0) -> dict[str, float]:
