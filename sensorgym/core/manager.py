@@ -442,11 +442,10 @@ class SensorManager(ManagerPersistence):
                 f"read(history_length={n}) on sensor {sensor.name!r}: only {n_max} reads of history are "
                 f"kept. Fix: set history_length={n} in its options, or read fewer."
             )
+        branch = storage.gt if ground_truth else storage.measured
         if n == 0:
-            cache = storage.gt_cache if ground_truth else storage.m_cache
-            return sensor._pack(cache[:, sensor.return_slice], (self.num_envs,))
-        ring = storage.gt_ring if ground_truth else storage.hist
-        return sensor._pack(ring.history(n, sensor.return_slice), (self.num_envs, n))
+            return sensor._pack(branch.cache[:, sensor.return_slice], (self.num_envs,))
+        return sensor._pack(branch.history.history(n, sensor.return_slice), (self.num_envs, n))
 
     def _read_age(self, sensor: Sensor) -> torch.Tensor:
         """``(B,)`` float32 seconds since the sample behind ``sensor.read()`` was taken: ``(t - s) * dt``
@@ -466,10 +465,11 @@ class SensorManager(ManagerPersistence):
         self._require_built("read_sensors()")
         out = {}
         for cls, storage in self._stores.items():
+            branch = storage.gt if ground_truth else storage.measured
             if storage.history_length:
-                out[cls] = (storage.gt_ring if ground_truth else storage.hist).history(storage.history_length)
+                out[cls] = branch.history.history(storage.history_length)
             else:
-                out[cls] = (storage.gt_cache if ground_truth else storage.m_cache).clone()
+                out[cls] = branch.cache.clone()
         return out
 
     def metadata(self, sensor_cls: type) -> SensorMetadata:

@@ -6,9 +6,10 @@ Storage scopes:
   buffer, each class owning a contiguous block of ``B x class columns`` (class-major: a class's ``(B, c)``
   view is contiguous, so its elementwise work runs at full speed), the GT + measured timeline rings
   (intermediate space, over the classes that use the ring pipeline), and this step's standard normals;
-* per class (:class:`ClassStorage`): return caches, the GT return ring and the history ring of measured
-  reads (only when history or an overridden ``_post_process`` needs them), the
-  :class:`~sensorgym.core.delay_line.DelayLine` (only with delay or jitter), the
+* per class (:class:`ClassStorage`): per branch of the capture (a :class:`Branch`, ground truth and
+  measured) the intermediate block, its timeline, the return cache, the return-space ring (GT: only when
+  history or an overridden ``_post_process`` needs it) and, measured only, the history ring of the reads
+  and the :class:`~sensorgym.core.delay_line.DelayLine` (only with delay or jitter); and for the class the
   :class:`~sensorgym.core.sampler.Sampler` (only with an own rate or dropout), the
   :class:`~sensorgym.core.parameters.ParameterTable`, :class:`NanPolicy` and :class:`Padding`. Without
   delay, history, sampler or ``_post_process``, the return caches are zero-copy views of the intermediate
@@ -59,7 +60,7 @@ from .stages import (
 )
 from .xp import Binding, numpy_executes
 
-__all__ = ["ClassStorage", "DtypeGroup"]
+__all__ = ["Branch", "ClassStorage", "DtypeGroup"]
 
 
 # -- storage ----------------------------------------------------------------------------------------------
@@ -123,8 +124,50 @@ class DtypeGroup:
         return out
 
 
+class Branch:
+    """The buffers of one branch of a class's capture: the ground truth (never delayed) or the measured
+    reads. A :class:`ClassStorage` holds one of each (``gt``, ``measured``).
+
+    Attributes:
+        intermediate: the class's ``(B, c)`` block of its group's intermediate buffer (ground truth: the GT
+            intermediate; measured: the working buffer, this step's measured snapshot).
+        timeline: the ring of intermediate snapshots the class's hook sees (its block of the group's
+            timeline ring, or a one-slot ring of ``intermediate`` for a class that reads no timeline).
+        cache: the ``(B, return cols)`` return cache, or ``intermediate`` itself (zero copy:
+            :attr:`is_alias`).
+        ring: the return-space ring the capture projects into, or None (ground truth: with history or an
+            overridden ``_post_process``; measured: the delay line's ring, or one for ``_post_process``).
+        history: the ring ``read(history_length=n)`` reads, or None (ground truth: its ``ring``; measured:
+            the ring of the last ``history_length`` reads, written after the delay).
+        delay_line: the measured branch's :class:`~sensorgym.core.delay_line.DelayLine` (only with delay or
+            jitter), else None.
+    """
+
+    def __init__(self, intermediate: torch.Tensor, timeline: Ring) -> None:
+        self.intermediate, self.timeline = intermediate, timeline
+        self.cache = intermediate  # zero copy until the storage gives the branch a cache of its own
+        self.ring: Ring | None = None
+        self.history: Ring | None = None
+        self.delay_line: DelayLine | None = None
+
+    @property
+    def is_alias(self) -> bool:
+        """Whether the return cache is the intermediate block itself (zero copy)."""
+        return self.cache.data_ptr() == self.intermediate.data_ptr()
+
+
+def _branch_view(branch: str, name: str, doc: str) -> property:
+    def get(self: ClassStorage) -> Any:
+        return getattr(getattr(self, branch), name)
+
+    return property(get, doc=doc)
+
+
 class ClassStorage:
     """Buffers, components and the planned capture of one sensor class (see the module docstring).
+
+    The buffers of the capture's two branches are in :attr:`gt` and :attr:`measured` (each a
+    :class:`Branch`); ``working``, ``gt_cache``, ``m_ring``, ``hist``, ``delay_line``, ... read them.
 
     Public read-only views (what a packer such as the Gymnasium layer's ``ObservationLayout`` reads):
     :attr:`measured_cache`, :attr:`ground_truth_cache` ``(B, return cols)``, :attr:`measured_history`
@@ -150,40 +193,39 @@ class ClassStorage:
     ) -> None:
         post_processed = _overrides(sensor_cls, "_post_process")
         same_space = return_dtype == group.dtype and return_cols == _cols(columns)
-        #: ``"torch"`` or ``"numpy"``: how the planned stages and the imperfection kernel run (the
-        #: manager's choice at build; numpy views of the same buffers, see :mod:`sensorgym.core.xp`). A class
-        #: keeps torch where numpy cannot view its buffers (bfloat16), promotes differently (float16), or
-        #: where an identity projection would cast between spaces (torch's cast is the contract's)
+        # the executor (see the property): torch where numpy cannot view the buffers (bfloat16), promotes
+        # differently (float16), or where an identity projection would cast between spaces
         numpy_ok = numpy_executes(group.dtype, return_dtype) and (post_processed or same_space)
-        self.executor = executor if numpy_ok else "torch"
         #: the class's executor bound to its buffers: every stage and component takes its arrays from it
-        self.binding = Binding(self.executor)
+        self.binding = Binding(executor if numpy_ok else "torch")
         b, device = group.inter.shape[0], group.inter.device
         self.cls, self.sensors, self.group, self.columns = sensor_cls, sensors, group, columns
-        self.return_dtype, self.return_cols = return_dtype, return_cols
-        self.working = group.block(group.inter, columns)  # this step's measured intermediate snapshot
-        self.gt_intermediate = group.block(group.gt_inter, columns)
+        working = group.block(group.inter, columns)  # this step's measured intermediate snapshot
+        gt_intermediate = group.block(group.gt_inter, columns)
         self.uses_timeline = reads_timeline(sensor_cls)
         if self.uses_timeline:  # timeline classes come first in a group: their blocks start at column 0
-            self.timeline = group.gt_timeline.block(columns.start, _cols(columns))
-            self.measured_timeline = group.m_timeline.block(columns.start, _cols(columns))
+            timeline = group.gt_timeline.block(columns.start, _cols(columns))
+            measured_timeline = group.m_timeline.block(columns.start, _cols(columns))
         else:
-            self.timeline = Ring.single(self.gt_intermediate, clock)
-            self.measured_timeline = Ring.single(self.working, clock)
+            timeline = Ring.single(gt_intermediate, clock)
+            measured_timeline = Ring.single(working, clock)
+        gt, measured = Branch(gt_intermediate, timeline), Branch(working, measured_timeline)
+        #: the two branches of the capture (:class:`Branch`): ground truth and measured
+        self.gt, self.measured = gt, measured
         simple = any(isinstance(s.options, SimpleSensorOptions) for s in sensors)
         self.params = ParameterTable(
             sensors, b, dt, device, random, [_cols(s.cache_slice) for s in sensors],
             group.dtype if simple and group.dtype.is_floating_point else None, self.binding,
         )  # fmt: skip
-        self.nan_policy = NanPolicy.build(sensors, self.working, clock)
+        self.nan_policy = NanPolicy.build(sensors, working, clock)
         raw_step = [self.nan_policy] if self.nan_policy is not None else []
-        raw_reset = raw_step + ([PrefillTimelines(self.working, self.binding)] if self.uses_timeline else [])
+        raw_reset = raw_step + ([PrefillTimelines(working, self.binding)] if self.uses_timeline else [])
         self.md = SensorMetadata(
             sensor_cls, sensors, b, dt, device, random, self.params,
             HardwareImperfections(self.params, compiled, self.binding), raw_step, raw_reset, self.binding,
         )  # fmt: skip
         if folds_raw_copy(sensor_cls) and not raw_reset:  # no stage may look at the working buffer first
-            self.md.imperfections.fold_raw_copy(self.gt_intermediate)
+            self.md.imperfections.fold_raw_copy(gt_intermediate)
 
         self.history_length = max(s.options.history_length for s in sensors)
         shifts = self.params.max_shift_per_sensor()
@@ -207,27 +249,26 @@ class ClassStorage:
         def cache() -> torch.Tensor:
             return torch.zeros(b, return_cols, dtype=return_dtype, device=device)
 
-        self.gt_cache = self.gt_intermediate if gt_zero_copy else cache()
-        self.m_cache = self.working if measured_zero_copy else cache()
+        gt.cache = gt_intermediate if gt_zero_copy else cache()
+        measured.cache = working if measured_zero_copy else cache()
         min_depth = 2 if post_processed else 1  # _post_process may read timeline.at(1)
-        self.gt_ring = (
-            ring(max(self.history_length, min_depth)) if (post_processed or self.history_length) else None
-        )
-        self.delay_line: DelayLine | None = None
+        if post_processed or self.history_length:  # the GT ring is also the GT history
+            gt.ring = gt.history = ring(max(self.history_length, min_depth))
         try:
             if self.max_shift:
                 depth = max(self.max_shift + 1, min_depth)
-                self.delay_line = DelayLine(
-                    widths, self.params.times, self.m_cache, depth, random, clock, self.binding
+                measured.delay_line = DelayLine(
+                    widths, self.params.times, measured.cache, depth, random, clock, self.binding
                 )
-            self.m_ring = (
-                self.delay_line.ring if self.delay_line else (ring(min_depth) if post_processed else None)
-            )
+            if measured.delay_line is not None:
+                measured.ring = measured.delay_line.ring
+            elif post_processed:
+                measured.ring = ring(min_depth)
         except (RuntimeError, MemoryError) as e:  # the allocator refused: say which option asked for it
             raise ring_memory_error(sensors, shifts, b, return_cols, return_dtype, device, dt, None) from e
-        self.hist = ring(self.history_length) if self.history_length else None
+        measured.history = ring(self.history_length) if self.history_length else None
         zero = [s.options.padding_type == "zero" for s in sensors for _ in range(_cols(s.return_slice))]
-        self.padding = Padding(zero, self.m_cache)
+        self.padding = Padding(zero, measured.cache)
         self.plan()
 
     # -- the planned capture -----------------------------------------------------------------------------
@@ -235,68 +276,71 @@ class ClassStorage:
         """Compose the capture's stages from the configuration and bind every buffer they use to the class's
         executor (at build, after a setter that changes what can vary, after loading a checkpoint or
         copying the manager)."""
-        binding = self.binding
-        for ring in (self.timeline, self.measured_timeline, self.gt_ring, self.m_ring, self.hist):
+        binding, gt, measured = self.binding, self.gt, self.measured
+        for ring in (gt.timeline, measured.timeline, gt.ring, measured.ring, measured.history):
             if ring is not None:
                 ring.bind(binding)
         self.params.bind()
-        if self.delay_line is not None:
-            self.delay_line.follow_parameters()
-            self.delay_line.bind()
+        line = measured.delay_line
+        if line is not None:
+            line.follow_parameters()
+            line.bind()
         self.md.imperfections.plan()
         stages: list[tuple[Any, bool, str, str]] = []  # (stage, only in reset captures, name, executor)
 
         def add(stage: Any, reset_only: bool = False, name: str | None = None, executor: str = "") -> None:
             stages.append((stage, reset_only, name or type(stage).__name__, executor or binding.name))
 
-        cls, md = self.cls, self.md
+        cls, md, clock = self.cls, self.md, gt.timeline.clock
         # an overridden _post_process runs as written (on torch tensors); the identity is a copy
         hook = "torch" if _overrides(cls, "_post_process") else ""
         # ground truth: never delayed
-        if self.gt_is_alias:
+        if gt.is_alias:
             if self.uses_timeline:
-                add(CopyToReturnCache(self.timeline, self.gt_cache, binding))
-        elif self.gt_ring is not None:
+                add(CopyToReturnCache(gt.timeline, gt.cache, binding))
+        elif gt.ring is not None:
             # padding keeps slot 0, so the cache can be written before the ring is padded
-            project = ProjectIntoRing(cls, md, self.timeline, self.gt_ring, False, binding, self.gt_cache)
+            project = ProjectIntoRing(cls, md, gt.timeline, gt.ring, False, binding, gt.cache)
             add(project, executor=hook)
-            add(PadRing(self.gt_ring, self.padding, binding), reset_only=True)
+            add(PadRing(gt.ring, self.padding, binding), reset_only=True)
         else:
-            add(CopyToReturnCache(self.timeline, self.gt_cache, binding))
+            add(CopyToReturnCache(gt.timeline, gt.cache, binding))
         # measured: project, hold, delay (+ jitter), history
-        if not self.measured_is_alias:
-            working = Ring.single(self.working, self.timeline.clock)
+        if not measured.is_alias:
+            working = Ring.single(measured.intermediate, clock)
             working.bind(binding)
-            if self.m_ring is not None:
-                add(ProjectIntoRing(cls, md, working, self.m_ring, True, binding), executor=hook)
+            if measured.ring is not None:
+                add(ProjectIntoRing(cls, md, working, measured.ring, True, binding), executor=hook)
                 if self.sampler is not None:
-                    add(SampleAndHold(self.sampler, self.m_ring), executor="torch")  # the sampler: torch
-                add(PadRing(self.m_ring, self.padding, binding), reset_only=True)
-                if self.delay_line is not None:  # its read, on the executor the delay line runs it on
-                    line = self.delay_line
+                    add(SampleAndHold(self.sampler, measured.ring), executor="torch")  # the sampler: torch
+                add(PadRing(measured.ring, self.padding, binding), reset_only=True)
+                if line is not None:  # its read, on the executor the delay line runs it on
                     add(line.stage(), name=line.stage_name(), executor=line.stage_executor())
                 else:
-                    add(CopyToReturnCache(self.m_ring, self.m_cache, binding))
+                    add(CopyToReturnCache(measured.ring, measured.cache, binding))
             else:
-                add(CopyToReturnCache(working, self.m_cache, binding))
+                add(CopyToReturnCache(working, measured.cache, binding))
                 if self.sampler is not None:
-                    held = Ring.single(self.m_cache, self.timeline.clock)
+                    held = Ring.single(measured.cache, clock)
                     add(SampleAndHold(self.sampler, held), executor="torch")
-            if self.hist is not None:
-                add(WriteHistory(self.hist, self.m_cache, binding))
-                add(PadRing(self.hist, self.padding, binding), reset_only=True)
+            if measured.history is not None:
+                add(WriteHistory(measured.history, measured.cache, binding))
+                add(PadRing(measured.history, self.padding, binding), reset_only=True)
         self.step_stages = tuple(stage for stage, reset_only, _, _ in stages if not reset_only)
         self.reset_stages = tuple(stage for stage, _, _, _ in stages)
         self._stage_names = (
             [(name, executor) for _, reset_only, name, executor in stages if not reset_only],
             [(name, executor) for _, _, name, executor in stages],
         )
+        # the branches' buffers the hook receives, bound here: capture reads them as one attribute
+        self._hook_args = (gt.timeline, measured.timeline, measured.intermediate)
 
     def capture(self, state: Any, ctx: CaptureContext) -> None:
         """One capture of the class: its hook, then its planned stages."""
         if self.sampler is not None and self.sampler.decides_early:  # the hook's filter needs the due samples
             self.sampler.decide(ctx)
-        self.cls._update_shared_cache(state, self.md, self.timeline, self.measured_timeline, self.working)
+        timeline, measured_timeline, working = self._hook_args
+        self.cls._update_shared_cache(state, self.md, timeline, measured_timeline, working)
         for stage in self.step_stages if ctx.reset_mask is None else self.reset_stages:
             stage(ctx)
 
@@ -310,42 +354,74 @@ class ClassStorage:
 
     # -- reads -------------------------------------------------------------------------------------------
     @property
+    def return_dtype(self) -> torch.dtype:
+        """The dtype of the class's return space (its return caches and rings)."""
+        return self.measured.cache.dtype
+
+    @property
+    def return_cols(self) -> int:
+        """Return columns of the class (all its sensors)."""
+        return self.measured.cache.shape[1]
+
+    @property
+    def executor(self) -> str:
+        """``"torch"`` or ``"numpy"``: how the planned stages and the imperfection kernel run (the
+        manager's choice at build; numpy views of the same buffers, see :mod:`sensorgym.core.xp`). A class
+        keeps torch where numpy cannot view its buffers (bfloat16), promotes differently (float16), or
+        where an identity projection would cast between spaces (torch's cast is the contract's)."""
+        return self.binding.name
+
+    @property
     def measured_cache(self) -> torch.Tensor:
         """``(B, return cols)``: the current measured reads of the class (read-only by contract)."""
-        return self.m_cache
+        return self.measured.cache
 
     @property
     def ground_truth_cache(self) -> torch.Tensor:
         """``(B, return cols)``: the current ground truth of the class."""
-        return self.gt_cache
+        return self.gt.cache
 
     @property
     def measured_history(self) -> Ring | None:
         """Ring of the last ``history_length`` measured reads (``at(i)``: the read ``i`` steps ago)."""
-        return self.hist
+        return self.measured.history
 
     @property
     def ground_truth_history(self) -> Ring | None:
         """Ring of the last GT snapshots in return space (None without history or ``_post_process``)."""
-        return self.gt_ring
+        return self.gt.history
 
     @property
     def gt_is_alias(self) -> bool:
         """Whether the GT return cache is the GT intermediate block itself (zero copy)."""
-        return self.gt_cache.data_ptr() == self.gt_intermediate.data_ptr()
+        return self.gt.is_alias
 
     @property
     def measured_is_alias(self) -> bool:
         """Whether the measured return cache is the working buffer itself (zero copy: no measured stage)."""
-        return self.m_cache.data_ptr() == self.working.data_ptr()
+        return self.measured.is_alias
+
+    # the branches' buffers under the names the rest of the engine, tools and tests know them by
+    working = _branch_view("measured", "intermediate", "This step's measured intermediate snapshot (B, c).")
+    gt_intermediate = _branch_view("gt", "intermediate", "The GT intermediate block (B, c).")
+    timeline = _branch_view("gt", "timeline", "The GT timeline ring (intermediate space).")
+    measured_timeline = _branch_view("measured", "timeline", "The measured timeline ring.")
+    gt_cache = _branch_view("gt", "cache", "The GT return cache (B, return cols).")
+    m_cache = _branch_view("measured", "cache", "The measured return cache (B, return cols).")
+    gt_ring = _branch_view("gt", "ring", "The GT return-space ring, or None.")
+    m_ring = _branch_view("measured", "ring", "The measured return-space ring (the delay line's), or None.")
+    hist = _branch_view("measured", "history", "The history ring of measured reads, or None.")
+    delay_line = _branch_view("measured", "delay_line", "The class's DelayLine (delay or jitter), or None.")
 
     def current_shift(self, j: int) -> torch.Tensor | int:
         """The delay shift (steps) behind sensor ``j``'s current read: ``(B,)`` or one int for all."""
-        return 0 if self.delay_line is None else self.delay_line.current_shift(j)
+        line = self.measured.delay_line
+        return 0 if line is None else line.current_shift(j)
 
     def ring_depths(self) -> list[int]:
         """Depths of every ring the class's capture indexes by the clock (CUDA-graph phases)."""
-        rings = [self.timeline if self.uses_timeline else None, self.gt_ring, self.m_ring, self.hist]
+        gt, measured = self.gt, self.measured
+        rings = [gt.timeline if self.uses_timeline else None, gt.ring, measured.ring, measured.history]
         if self.sampler is not None:
             rings.append(self.sampler.sample_ring)
         return [r.depth for r in rings if r is not None]
@@ -354,16 +430,17 @@ class ClassStorage:
     def row_state(self) -> list[torch.Tensor]:
         """Tensors (leading dim B) a capture writes for every env: what a reset must restore for the
         envs it does not reset."""
-        out = [self.working, self.gt_intermediate]
+        gt, measured = self.gt, self.measured
+        out = [measured.intermediate, gt.intermediate]
         if self.uses_timeline:
-            out += [self.timeline.at(0), self.measured_timeline.at(0)]
-        out += [ring.at(0) for ring in (self.gt_ring, self.m_ring, self.hist) if ring is not None]
-        if not self.gt_is_alias:
-            out.append(self.gt_cache)
-        if not self.measured_is_alias:
-            out.append(self.m_cache)
-        if self.delay_line is not None:
-            out.append(self.delay_line.prev_shift)
+            out += [gt.timeline.at(0), measured.timeline.at(0)]
+        out += [ring.at(0) for ring in (gt.ring, measured.ring, measured.history) if ring is not None]
+        if not gt.is_alias:
+            out.append(gt.cache)
+        if not measured.is_alias:
+            out.append(measured.cache)
+        if measured.delay_line is not None:
+            out.append(measured.delay_line.prev_shift)
         if self.params.has_component_params:
             out.append(self.md.imperfections.random_walk_state)
         if self.md.imperfections.model is not None:
@@ -401,17 +478,17 @@ class ClassStorage:
         return out
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
+        gt, measured = self.gt, self.measured
         out: dict[str, torch.Tensor] = {}
-        for name in ("gt_ring", "m_ring", "hist"):
-            ring = getattr(self, name)
+        for name, ring in (("gt_ring", gt.ring), ("m_ring", measured.ring), ("hist", measured.history)):
             if ring is not None:
                 out[name] = ring.buffer
-        if not self.gt_is_alias:
-            out["gt_cache"] = self.gt_cache
-        if not self.measured_is_alias:
-            out["m_cache"] = self.m_cache
-        if self.delay_line is not None:
-            out["prev_shift"] = self.delay_line.prev_shift
+        if not gt.is_alias:
+            out["gt_cache"] = gt.cache
+        if not measured.is_alias:
+            out["m_cache"] = measured.cache
+        if measured.delay_line is not None:
+            out["prev_shift"] = measured.delay_line.prev_shift
         if self.nan_policy is not None and self.nan_policy.holds:
             out["gt_hold"], out["m_hold"] = self.nan_policy.row_state()
         if self.sampler is not None:
