@@ -864,26 +864,20 @@ class _MountPlan:
         self.nominal_pos = torch.tensor([o.nominal_pos_offset for o in opts], **f64)
         self.nominal_euler = torch.tensor(nominal_euler, **f64)
         self.nominal_rotation = torch.tensor(np.stack([euler_to_matrix(e) for e in nominal_euler]), **f64)
+        #: the per-step buffers of :meth:`apply` (xp ops write into them: nothing is allocated per step)
+        self.scratch = _MountScratch()
         if self.moved:  # until the first reset: the nominal mount
             md.extra["mount_pos"] = self.nominal_pos.expand(b, n, 3).clone()
             md.extra["mount_euler"] = self.nominal_euler.expand(b, n, 3).clone()
             md.extra["mount_matrix"] = torch.eye(3, **f64).expand(b, n, 3, 3).clone()
-            # per-step scratch (xp ops write into it: nothing is allocated per step)
-            self.x = torch.zeros(b, n, 3, 3, **f64)
-            self.products = torch.zeros(b, n, 3, 3, 3, **f64)
-            self.y = torch.zeros(b, n, 3, 3, **f64)
+            self.scratch.rotate(b, n, device)
             self.keep = torch.zeros(1, n, 1, 1, dtype=torch.bool, device=device)
             self.keep[0, self.moved] = True
-            self.out32 = torch.zeros(b, n, 3, 3, dtype=torch.float32, device=device)
         if self.shifted:
             md.extra["mount_arm"] = torch.zeros(b, n, 3, **f64)
             md.extra["mount_lever"] = torch.zeros(b, n, 3, 3, **f64)
             md.extra["mount_arm_rotated"] = torch.zeros(b, n, 3, **f64)
-            self.alpha = torch.zeros(b, n, 3, **f64)  # sensors without a randomized position keep 0
-            self.lever_products = torch.zeros(b, n, 3, 3, **f64)
-            self.term = torch.zeros(b, n, 3, **f64)
-            self.prod3 = torch.zeros(b, n, 3, **f64)
-            self.dot = torch.zeros(b, n, 1, **f64)
+            self.scratch.lever(b, n, device)
         self.keep_uncoupled = None  # (1, n, 1, 1): the IMUs whose coupling is drawn, when the rest is none
         if self.coupled:
             base = np.stack([np.stack([o.nominal_coupling(f) for f in FIELDS]) for o in opts])
@@ -932,18 +926,16 @@ class _MountPlan:
     # -- every step --------------------------------------------------------------------------------------
     def apply(self, state: Any, md: Any, measured: torch.Tensor) -> None:
         """The nominal reading in ``measured`` ``(B, 9 n)`` becomes the reading at each env's mount."""
-        xp, a, b, n = md.xp, md.array, self.b, self.n
+        xp, a, b, n, sc = md.xp, md.array, self.b, self.n, self.scratch
         x = a(measured).reshape(b, n, 3, 3)
-        nominal, products, y = a(self.x), a(self.products), a(self.y)
+        nominal, products, y = a(sc.x), a(sc.products), a(sc.y)
         xp.copy(nominal, x)
         # y[e, s, f, i] = sum_j M[e, s, i, j] nominal[e, s, f, j], summed j = 0, 1, 2 on both executors
         xp.mul(nominal.reshape(b, n, 3, 1, 3), a(md.extra["mount_matrix"]).reshape(b, n, 1, 3, 3), products)
         xp.add(products[..., 0], products[..., 1], y)
         xp.add(y, products[..., 2], y)
         if self.shifted:
-            alpha, lever, term, prod3, dot = map(
-                a, (self.alpha, self.lever_products, self.term, self.prod3, self.dot)
-            )
+            alpha, lever, term, prod3, dot = map(a, (sc.alpha, sc.lever_products, sc.term, sc.prod3, sc.dot))
             self._copy_alpha(state, md)
             acc, w = y[:, :, 0, :], nominal[:, :, 1, :]
             xp.mul(alpha.reshape(b, n, 1, 3), a(md.extra["mount_lever"]), lever)  # M (alpha x d)
@@ -964,20 +956,46 @@ class _MountPlan:
         if len(self.moved) == n:
             xp.copy(x, y)  # the one rounding to float32
         else:  # IMUs with a fixed mount keep their reading bit for bit
-            out32 = a(self.out32)
+            out32 = a(sc.out32)
             xp.copy(out32, y)
             xp.select_into(x, a(self.keep), out32)
 
     def _copy_alpha(self, state: Any, md: Any) -> None:
-        view = md.numpy_view(self.alpha)
+        alpha = self.scratch.alpha
+        view = md.numpy_view(alpha)
         for j, key in self.alpha_keys:
             src = state[key]
             if torch.is_tensor(src):
-                self.alpha[:, j].copy_(src)
+                alpha[:, j].copy_(src)
             elif view is not None:  # numpy measurements into a CPU buffer: one numpy copy
                 np.copyto(view[:, j], src, casting="unsafe")
             else:
-                self.alpha[:, j].copy_(torch.from_numpy(np.asarray(src)))
+                alpha[:, j].copy_(torch.from_numpy(np.asarray(src)))
+
+
+class _MountScratch:
+    """The buffers :meth:`_MountPlan.apply` computes in, allocated once at build: the rotation's (every
+    randomized mount) and the lever arm's (a randomized position; ``alpha`` is the body's angular
+    acceleration, 0 for the IMUs whose position is fixed). None where the mount does not need them."""
+
+    def __init__(self) -> None:
+        self.x = self.products = self.y = self.out32 = None
+        self.alpha = self.lever_products = self.term = self.prod3 = self.dot = None
+
+    def rotate(self, b: int, n: int, device: torch.device) -> None:
+        f64: dict[str, Any] = {"dtype": torch.float64, "device": device}
+        self.x = torch.zeros(b, n, 3, 3, **f64)
+        self.products = torch.zeros(b, n, 3, 3, 3, **f64)
+        self.y = torch.zeros(b, n, 3, 3, **f64)
+        self.out32 = torch.zeros(b, n, 3, 3, dtype=torch.float32, device=device)
+
+    def lever(self, b: int, n: int, device: torch.device) -> None:
+        f64: dict[str, Any] = {"dtype": torch.float64, "device": device}
+        self.alpha = torch.zeros(b, n, 3, **f64)
+        self.lever_products = torch.zeros(b, n, 3, 3, **f64)
+        self.term = torch.zeros(b, n, 3, **f64)
+        self.prod3 = torch.zeros(b, n, 3, **f64)
+        self.dot = torch.zeros(b, n, 1, **f64)
 
 
 def _select(dst: torch.Tensor, rows: torch.Tensor, src: torch.Tensor) -> None:
