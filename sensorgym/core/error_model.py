@@ -8,8 +8,9 @@ of these options (held by the class's :class:`~sensorgym.core.parameters.Paramet
 env at every reset) and the sensor's own sample interval ``T_s`` (``update_period`` when it is given,
 else ``dt``; per env when it is randomized, from the class's :class:`~sensorgym.core.sampler.Sampler`)
 into the coefficient tables the imperfection kernel
-(:func:`~sensorgym.core.imperfections.imperfection_kernel`) multiplies by, and owns the two states the
-terms carry from step to step:
+(:func:`~sensorgym.core.imperfections.imperfection_kernel`) multiplies by, and holds the two states the
+terms carry from step to step, each in a component with its coefficients (:class:`GaussMarkovBias`,
+:class:`LowpassFilter`):
 
 * white noise: per-sample std ``sigma = noise + N / sqrt(T_s)`` (the two are exclusive per component);
 * random walk: per-step increment std ``random_walk + K * sqrt(dt)``;
@@ -41,6 +42,7 @@ Example: a gyro with a datasheet noise density, sampled at 200 Hz and read by a 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -51,16 +53,112 @@ if TYPE_CHECKING:
     from .parameters import ParameterTable
     from .sampler import Sampler
 
-__all__ = ["ErrorModel"]
+__all__ = ["ErrorModel", "GaussMarkovBias", "LowpassFilter"]
 
 #: the options each derived table depends on (a reset recomputes the tables when one is randomized)
 _DEPENDS = ("noise", "noise_density", "random_walk", "random_walk_density", "bias_instability",
             "bias_correlation_time", "scale_factor", "bandwidth")  # fmt: skip
 
 
+class GaussMarkovBias:
+    """The Gauss-Markov bias of one class's components: its state and the coefficients of its two updates,
+    ``(B, cols)`` each, in the class's dtype. A class's :class:`ErrorModel` holds one (``markov``) when some
+    sensor of it can have a bias instability.
+
+    Per step the kernel advances ``state <- phi * state + drive * w``; at a reset it restarts the state at
+    ``sigma * w`` (its stationary std), ``w`` standard normals.
+
+    Attributes:
+        state: the bias ``g`` (restored for the envs a reset does not touch; checkpoint key
+            ``markov_state``).
+        phi: ``exp(-dt / tau_c)`` (0 where ``tau_c`` is 0).
+        drive: ``sigma_g sqrt(1 - phi^2)``, the std of the per-step increment.
+        sigma: ``sigma_g``, the stationary std the state restarts with.
+    """
+
+    def __init__(self, table: Callable[[], torch.Tensor]) -> None:
+        self.state, self.phi, self.drive, self.sigma = table(), table(), table(), table()
+
+    def refresh(self, bias_instability: torch.Tensor, correlation_time: torch.Tensor, dt: float) -> None:
+        """Recompute the coefficients (in float64, rounded once) from the per-env ``sigma_g``, ``tau_c``."""
+        f64 = torch.float64
+        tau = correlation_time.to(f64)
+        phi = torch.where(tau > 0, torch.exp(-dt / torch.where(tau > 0, tau, 1.0)), 0.0)
+        sigma_g = bias_instability.to(f64)
+        self.phi.copy_(phi)
+        self.drive.copy_(sigma_g * torch.sqrt(1.0 - phi * phi))
+        self.sigma.copy_(sigma_g)
+
+
+class LowpassFilter:
+    """The first-order low-pass filter of one class's components: its state, its coefficients and the
+    masks and scratch of its update, ``(B, cols)`` each. A class's :class:`ErrorModel` holds one
+    (``lowpass``) when some sensor of it can have a bandwidth.
+
+    Per step the kernel advances ``state <- decay * state + gain * x + step_std * w`` where :attr:`update`
+    is set (every column when it is None), and at a reset restarts it at ``x + start_std * w`` (built in
+    :attr:`spare`). A component without a filter (``f_c = 0``) gets ``decay = 0``, ``gain = 1`` and its
+    unfiltered ``sigma`` for both stds.
+
+    Attributes:
+        state: the filter's output ``y`` (restored for the envs a reset does not touch; checkpoint key
+            ``lowpass_state``).
+        decay: ``a^m``, the decay over the ``m`` own samples of a step (``a = exp(-2 pi f_c T_s)``).
+        gain: ``1 - a^m``.
+        step_std: the std of the noise the filter accumulates over a step.
+        start_std: the filter's stationary std ``sigma sqrt((1 - a) / (1 + a))``, drawn at a reset.
+        active: ``f_c > 0`` (bool).
+        spare: the kernel's scratch for the reset value.
+        follows_due: whether the update mask follows the sampler's due samples every step (``T_s > dt``).
+        update: the mask the state advances where it is set (``active`` and due), only with
+            :attr:`follows_due`, else None.
+    """
+
+    def __init__(self, table: Callable[..., torch.Tensor], follows_due: bool) -> None:
+        self.state, self.decay, self.gain = table(), table(), table()
+        self.step_std, self.start_std, self.spare = table(), table(), table()
+        self.active = table(torch.bool)
+        self.follows_due = follows_due
+        self.update = table(torch.bool) if follows_due else None
+
+    def refresh(self, bandwidth: torch.Tensor, t_s: torch.Tensor, sigma: torch.Tensor, dt: float) -> None:
+        """Recompute the coefficients (in float64, rounded once) from the per-env ``f_c``, the sample
+        interval ``t_s`` (float64) and the unfiltered noise std ``sigma`` (the class's dtype)."""
+        f64 = torch.float64
+        f_c = bandwidth.to(f64)
+        active = f_c > 0
+        x = 2.0 * math.pi * torch.where(active, f_c, 1.0) * t_s  # a = exp(-x): the decay per own sample
+        m = torch.clamp(dt / t_s, min=1.0)  # own samples per step (1 per due sample when T_s >= dt)
+        sigma = sigma.to(f64)
+        one_minus_a = -torch.expm1(-x)
+        decay = torch.exp(-x * m)
+        step_std = sigma * one_minus_a * torch.sqrt(torch.expm1(-2.0 * x * m) / torch.expm1(-2.0 * x))
+        start_std = sigma * torch.sqrt(one_minus_a / (2.0 - one_minus_a))  # (1 - a) / (1 + a)
+        # no filter: y = 0 * y + 1 * x + sigma * w, the unfiltered noise, in the same kernel
+        self.decay.copy_(torch.where(active, decay, 0.0))
+        self.gain.copy_(torch.where(active, -torch.expm1(-x * m), 1.0))
+        self.step_std.copy_(torch.where(active, step_std, sigma))
+        self.start_std.copy_(torch.where(active, start_std, sigma))
+        self.active.copy_(active)
+
+
+def _term_view(term: str, name: str, doc: str) -> property:
+    def get(self: ErrorModel) -> Any:
+        part = getattr(self, term)
+        return None if part is None else getattr(part, name)
+
+    return property(get, doc=doc)
+
+
 class ErrorModel:
     """Coefficients and state of one class's error-model terms (see the module docstring); ``md.imperfections
     .model``, None for a class without these options.
+
+    It holds the tables of the stateless terms (``sigma``, ``walk_std``, ``scale``) and gives the two terms
+    with a state to their components: :attr:`markov` (a :class:`GaussMarkovBias`) and :attr:`lowpass` (a
+    :class:`LowpassFilter`), each None when no sensor of the class uses the term. Their tables also read
+    as attributes of the model (``markov_state``, ``phi``, ``lowpass_state``, ``decay``, ...: None without
+    the term).
 
     Args:
         params: the class's parameter table (its ``model_fields`` say which terms exist).
@@ -77,8 +175,6 @@ class ErrorModel:
         self.has_scale = "scale_factor" in fields
         self.has_noise_density = "noise_density" in fields
         self.has_walk_density = "random_walk_density" in fields
-        self.has_markov = "bias_instability" in fields
-        self.has_lowpass = "bandwidth" in fields
         like = params.noise
         b, cols = like.shape
         device = like.device
@@ -92,22 +188,17 @@ class ErrorModel:
             return torch.zeros(b, cols, dtype=dtype, device=device)
 
         self.scale = table() if self.has_scale else None
-        self.sigma = table() if (self.has_noise_density or self.has_lowpass) else None
+        self.sigma = table() if (self.has_noise_density or "bandwidth" in fields) else None
         self.walk_std = table() if self.has_walk_density else None
-        self.markov_state = self.phi = self.drive = self.markov_sigma = None
-        if self.has_markov:
-            self.markov_state, self.phi, self.drive, self.markov_sigma = table(), table(), table(), table()
-        self.lowpass_state = self.decay = self.gain = self.step_std = self.start_std = None
-        self.active = self.update = self.spare = None
-        #: whether the filter's update mask follows the sampler's due samples every step (``T_s > dt``)
-        self.follows_due = False
-        if self.has_lowpass:
-            self.lowpass_state, self.decay, self.gain = table(), table(), table()
-            self.step_std, self.start_std, self.spare = table(), table(), table()
-            self.active = table(torch.bool)
-            self.follows_due = sampler is not None and sampler.has_rate
-            self.update = table(torch.bool) if self.follows_due else None
-            if self.follows_due:
+        #: the Gauss-Markov bias (:class:`GaussMarkovBias`), None when no sensor has a bias instability
+        self.markov = GaussMarkovBias(table) if "bias_instability" in fields else None
+        #: the first-order filter (:class:`LowpassFilter`), None when no sensor has a bandwidth; its update
+        #: mask follows the sampler's due samples every step when the class has an own rate (``T_s > dt``)
+        self.lowpass: LowpassFilter | None = None
+        if "bandwidth" in fields:
+            follows_due = sampler is not None and sampler.has_rate
+            self.lowpass = LowpassFilter(table, follows_due)
+            if follows_due:
                 sampler.decides_early = True  # the filter advances on due samples, lost ones included
         randomized = set(params._random)
         self.resample_refreshes = bool(randomized & set(_DEPENDS)) or (
@@ -115,6 +206,35 @@ class ErrorModel:
             and any(isinstance(s.options.update_period, Distribution) for s in sensors)
             and (self.has_noise_density or self.has_lowpass)
         )
+
+    # -- the terms' tables as attributes of the model (None without the term) ------------------------------
+    markov_state = _term_view("markov", "state", "``(B, cols)`` the Gauss-Markov bias ``g``.")
+    phi = _term_view("markov", "phi", "``(B, cols)`` ``exp(-dt / tau_c)``.")
+    drive = _term_view("markov", "drive", "``(B, cols)`` ``sigma_g sqrt(1 - phi^2)``.")
+    markov_sigma = _term_view("markov", "sigma", "``(B, cols)`` ``sigma_g``.")
+    lowpass_state = _term_view("lowpass", "state", "``(B, cols)`` the filter's output ``y``.")
+    decay = _term_view("lowpass", "decay", "``(B, cols)`` ``a^m``.")
+    gain = _term_view("lowpass", "gain", "``(B, cols)`` ``1 - a^m``.")
+    step_std = _term_view("lowpass", "step_std", "``(B, cols)`` the filter's per-step noise std.")
+    start_std = _term_view("lowpass", "start_std", "``(B, cols)`` the filter's stationary std.")
+    active = _term_view("lowpass", "active", "``(B, cols)`` ``f_c > 0``.")
+    update = _term_view("lowpass", "update", "``(B, cols)`` the filter's update mask, or None.")
+    spare = _term_view("lowpass", "spare", "``(B, cols)`` the filter's reset scratch.")
+
+    @property
+    def has_markov(self) -> bool:
+        """Whether some sensor of the class has a Gauss-Markov bias."""
+        return self.markov is not None
+
+    @property
+    def has_lowpass(self) -> bool:
+        """Whether some sensor of the class has a filter."""
+        return self.lowpass is not None
+
+    @property
+    def follows_due(self) -> bool:
+        """Whether the filter's update mask follows the sampler's due samples every step (``T_s > dt``)."""
+        return self.lowpass is not None and self.lowpass.follows_due
 
     # -- which terms the kernel runs -------------------------------------------------------------------
     @property
@@ -129,7 +249,7 @@ class ErrorModel:
         f64 = torch.float64
         if self.has_scale:
             torch.add(p.scale_factor, 1.0, out=self.scale)
-        if self.sigma is not None or self.has_lowpass:
+        if self.sigma is not None or self.lowpass is not None:
             interval = self.sampler.sample_interval() if self.sampler is not None else self._fixed_interval
             t_s = interval.index_select(1, self.col_to_sensor)
         if self.sigma is not None:
@@ -139,33 +259,10 @@ class ErrorModel:
             self.sigma.copy_(sigma)
         if self.has_walk_density:
             self.walk_std.copy_(p.random_walk.to(f64) + p.random_walk_density.to(f64) * math.sqrt(dt))
-        if self.has_markov:
-            tau = p.bias_correlation_time.to(f64)
-            phi = torch.where(tau > 0, torch.exp(-dt / torch.where(tau > 0, tau, 1.0)), 0.0)
-            sigma_g = p.bias_instability.to(f64)
-            self.phi.copy_(phi)
-            self.drive.copy_(sigma_g * torch.sqrt(1.0 - phi * phi))
-            self.markov_sigma.copy_(sigma_g)
-        if self.has_lowpass:
-            self._refresh_lowpass(t_s)
-
-    def _refresh_lowpass(self, t_s: torch.Tensor) -> None:
-        f64 = torch.float64
-        f_c = self.params.bandwidth.to(f64)
-        active = f_c > 0
-        x = 2.0 * math.pi * torch.where(active, f_c, 1.0) * t_s  # a = exp(-x): the decay per own sample
-        m = torch.clamp(self.dt / t_s, min=1.0)  # own samples per step (1 per due sample when T_s >= dt)
-        sigma = self.sigma.to(f64)
-        one_minus_a = -torch.expm1(-x)
-        decay = torch.exp(-x * m)
-        step_std = sigma * one_minus_a * torch.sqrt(torch.expm1(-2.0 * x * m) / torch.expm1(-2.0 * x))
-        start_std = sigma * torch.sqrt(one_minus_a / (2.0 - one_minus_a))  # (1 - a) / (1 + a)
-        # no filter: y = 0 * y + 1 * x + sigma * w, the unfiltered noise, in the same kernel
-        self.decay.copy_(torch.where(active, decay, 0.0))
-        self.gain.copy_(torch.where(active, -torch.expm1(-x * m), 1.0))
-        self.step_std.copy_(torch.where(active, step_std, sigma))
-        self.start_std.copy_(torch.where(active, start_std, sigma))
-        self.active.copy_(active)
+        if self.markov is not None:
+            self.markov.refresh(p.bias_instability, p.bias_correlation_time, dt)
+        if self.lowpass is not None:
+            self.lowpass.refresh(p.bandwidth, t_s, self.sigma, dt)
 
     @staticmethod
     def update_mask(xp: Any, due: Any, col_to_sensor: Any, update: Any, active: Any) -> None:
@@ -178,8 +275,8 @@ class ErrorModel:
     def state_tensors(self) -> dict[str, torch.Tensor]:
         """The terms' state (per env, restored for the envs a reset does not touch)."""
         out = {}
-        if self.markov_state is not None:
-            out["markov_state"] = self.markov_state
-        if self.lowpass_state is not None:
-            out["lowpass_state"] = self.lowpass_state
+        if self.markov is not None:
+            out["markov_state"] = self.markov.state
+        if self.lowpass is not None:
+            out["lowpass_state"] = self.lowpass.state
         return out

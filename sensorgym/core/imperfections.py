@@ -160,8 +160,9 @@ def hardware_imperfections(
     value to corrupt is read from ``source`` and written to ``data`` (the copy folded into the first
     operation; the same numbers as ``data.copy_(source)`` followed by the in-place call). ``scale`` is
     the gain ``1 + k``; ``markov`` is ``(state, draws, phi, drive, sigma_g)`` and ``lowpass`` ``(state,
-    a^m, 1 - a^m, step std, start std, update mask or None, scratch)``, the tables of
-    :class:`~sensorgym.core.error_model.ErrorModel` (with ``lowpass`` the noise runs through the filter
+    a^m, 1 - a^m, step std, start std, update mask or None, scratch)``, the tables of the
+    :class:`~sensorgym.core.error_model.ErrorModel`'s :class:`~sensorgym.core.error_model.GaussMarkovBias`
+    and :class:`~sensorgym.core.error_model.LowpassFilter` (with ``lowpass`` the noise runs through the filter
     and ``noise_std`` is unused).
     """
     imperfection_kernel(
@@ -305,18 +306,17 @@ class HardwareImperfections:
         self.walk_args, self.other_args = tuple(map(array, walk_args)), tuple(map(array, other_args))
         if m is not None:
             m.refresh()  # a setter may have changed a value the coefficients derive from (noise)
+            g, f = m.markov, m.lowpass  # the Gauss-Markov bias and the filter (None: no such term)
             model_args = (
                 m.scale,
-                (m.markov_state, self.markov_draw, m.phi, m.drive, m.markov_sigma) if markov else None,
-                (m.lowpass_state, m.decay, m.gain, m.step_std, m.start_std, m.update, m.spare)
-                if lowpass
-                else None,
+                (g.state, self.markov_draw, g.phi, g.drive, g.sigma) if markov else None,
+                (f.state, f.decay, f.gain, f.step_std, f.start_std, f.update, f.spare) if lowpass else None,
             )
             self.model_args = tuple(
                 tuple(map(array, a)) if isinstance(a, tuple) else array(a) for a in model_args
             )
-            if m.follows_due:  # update = active and due, per column, every step (see __call__)
-                self._due = tuple(map(array, (m.sampler.due, m.col_to_sensor, m.update, m.active)))
+            if f is not None and f.follows_due:  # update = active and due, per column, every step (__call__)
+                self._due = tuple(map(array, (m.sampler.due, m.col_to_sensor, f.update, f.active)))
 
     def __call__(self, data: torch.Tensor, reset_mask: torch.Tensor | None) -> None:
         """Apply them to ``data`` ``(B, cols)`` in place (``reset_mask``: the envs this capture resets);
