@@ -47,7 +47,15 @@ if TYPE_CHECKING:
     from .protocols import SensorHandle as Sensor
     from .rng import RandomSource
 
-__all__ = ["SAMPLER_FIELDS", "Sampler", "needs_sampler"]
+__all__ = [
+    "SAMPLER_FIELDS",
+    "HeldSamples",
+    "LossChain",
+    "PhaseIndex",
+    "Sampler",
+    "SamplerRates",
+    "needs_sampler",
+]
 
 #: the sampler's options, one value per sensor and env
 _BELOW_ONE = math.nextafter(1.0, 0.0)
@@ -81,8 +89,210 @@ def sample_interval(options: Any, dt: float) -> float:
     return float(period) if not isinstance(period, Distribution) and period > 0 else dt
 
 
+class SamplerRates:
+    """The sampler's per-env options of one class, ``(B, n_sensors)`` float64, and what a reset draws.
+
+    Holds the period ``T`` (:attr:`period`), phase ``phi`` (:attr:`phase`), dropout ``p``
+    (:attr:`dropout`) and mean burst length ``L`` (:attr:`burst`, 0: independent losses) of every env and
+    sensor, the two tables the due rule derives from the period (:attr:`every_step`: ``T <= dt``;
+    :attr:`safe_period`: ``T``, or 1 where ``T <= dt``, a safe divisor), and the randomization:
+    ``entries`` lists ``(field, sensor, distribution)`` resampled per env at every reset,
+    ``drawn_phase`` the sensors whose phase is drawn ``U[0, T)`` at every reset, with the buffers
+    :meth:`resample` works in (``scratch``, ``phase_u``, ``phase_cols``), and :attr:`randomized` maps a
+    sensor to its fields readable as randomization (in ``SAMPLER_FIELDS`` order).
+    """
+
+    def __init__(self, sensors: list[Sensor], num_envs: int, dt: float, device: torch.device) -> None:
+        b, n = num_envs, len(sensors)
+        self.dt = dt
+        f64 = dict(dtype=torch.float64, device=device)
+        self.period = torch.zeros(b, n, **f64)
+        self.phase = torch.zeros(b, n, **f64)
+        self.dropout = torch.zeros(b, n, **f64)
+        self.burst = torch.zeros(b, n, **f64)  # mean run of losses, 0: independent losses
+        self.entries: list[tuple[str, int, Distribution]] = []
+        self.drawn_phase: list[int] = []
+        for j, s in enumerate(sensors):
+            o = s.options
+            for name in SAMPLER_FIELDS:
+                value = getattr(o, name)
+                if isinstance(value, Distribution):
+                    self.entries.append((name, j, value))
+                elif value is not None:
+                    self.table(name)[:, j] = value
+            if o.update_phase is None and bounds_of(o.update_period)[1] > dt:
+                self.drawn_phase.append(j)
+        drawn = {(name, j) for name, j, _ in self.entries} | {("update_phase", j) for j in self.drawn_phase}
+        self.randomized: dict[int, list[str]] = {}
+        for j in range(n):
+            fields = [name for name in SAMPLER_FIELDS if (name, j) in drawn]
+            if fields:
+                self.randomized[j] = fields
+        self.every_step = torch.zeros(b, n, dtype=torch.bool, device=device)  # T <= dt
+        self.safe_period = torch.ones(b, n, **f64)
+        self.scratch = torch.zeros(b, n, **f64)
+        self.phase_u = torch.zeros(b, len(self.drawn_phase), **f64)
+        self.phase_cols = torch.tensor(self.drawn_phase, dtype=torch.long, device=device)
+
+    def table(self, name: str) -> torch.Tensor:
+        """The ``(B, n_sensors)`` table of the option ``name`` (one of ``SAMPLER_FIELDS``)."""
+        return getattr(self, _TENSOR[name])
+
+    def refresh(self) -> None:
+        """Recompute :attr:`every_step` and :attr:`safe_period` from the period."""
+        torch.le(self.period, self.dt, out=self.every_step)
+        self.safe_period.copy_(self.period).masked_fill_(self.every_step, 1.0)
+
+    def resample(self, mask: torch.Tensor, random: RandomSource) -> bool:
+        """Draw new values of the randomized options and phases for the envs in ``mask`` (B,) bool; False
+        (and nothing drawn) when none is randomized."""
+        if not self.entries and not self.drawn_phase:
+            return False
+        rows = mask[:, None]
+        for name, j, dist in self.entries:
+            col = self.scratch[:, j : j + 1]
+            random.sample_(dist, col, mask, 0)
+            if name == "dropout":  # Uniform(lo, 1) is [lo, 1); lo + (1 - lo) u can round up to 1
+                col.clamp_(max=_BELOW_ONE)
+            target = self.table(name)[:, j : j + 1]
+            torch.where(rows, col, target, out=target)
+        if self.drawn_phase:
+            random.uniform_(self.phase_u, mask, 0)
+            drawn = self.phase_u * self.period.index_select(1, self.phase_cols)
+            old = self.phase.index_select(1, self.phase_cols)
+            self.phase.index_copy_(1, self.phase_cols, torch.where(rows, drawn, old))
+        return True
+
+
+class PhaseIndex:
+    """The due rule's state: ``floor((t*dt - phi) / T + 1e-9)`` per env and sensor, float64 ``(B, n)``.
+
+    :attr:`k` is this step's value (computed by :meth:`compute`), :attr:`k_prev` the previous step's (the
+    checkpoint's ``phase_index``; the sampler copies ``k`` into it once it has decided); a step is due
+    where ``k > k_prev`` or ``T <= dt``. It reads the manager's steps since each env's reset and its
+    rates' ``phase``, ``safe_period`` and ``every_step``, bound at build (they are written in place only).
+    """
+
+    def __init__(self, rates: SamplerRates, episode_steps: torch.Tensor) -> None:
+        like = rates.period
+        self.dt, self.steps = rates.dt, episode_steps
+        self.phase, self.safe_period, self.every_step = rates.phase, rates.safe_period, rates.every_step
+        self.k = torch.zeros_like(like)
+        self.k_prev = torch.zeros_like(like)
+        self._t = torch.zeros(like.shape[0], 1, dtype=like.dtype, device=like.device)
+
+    def compute(self) -> None:
+        """:attr:`k` at ``t = steps``. The rule's value at ``t - 1`` is :attr:`k_prev`, computed with the
+        same operations at the previous step (``phi`` and ``T`` change only at a reset)."""
+        out = self.k
+        self._t.copy_(self.steps[:, None])
+        torch.mul(self._t.expand_as(out), self.dt, out=out)
+        out.sub_(self.phase).div_(self.safe_period).add_(_TOL).floor_()
+
+
+class LossChain:
+    """The sampler's losses: this step's dropout draws ``u`` (:attr:`u`, ``U[0, 1)``, one per env and
+    sensor) and, with ``dropout_burst``, the two-state Markov chain over the due samples.
+
+    ``kept`` is the scratch of independent losses (``u >= p``). With bursts (``bursty``), ``lost_prev``
+    is the chain's state (the previous due sample lost), ``after_loss`` / ``after_kept`` its two loss
+    thresholds (``1 - 1/L`` and ``p / (L (1 - p))``; ``p`` for both without a burst length, see
+    :meth:`refresh`), and ``threshold`` / ``not_kept`` the scratch of :meth:`lose`.
+    """
+
+    def __init__(self, num_envs: int, n: int, device: torch.device, bursty: bool) -> None:
+        f64 = dict(dtype=torch.float64, device=device)
+        self.u = torch.zeros(num_envs, n, **f64)
+        self.kept = torch.zeros(num_envs, n, dtype=torch.bool, device=device)
+        self.bursty = bursty
+        if bursty:
+            self.lost_prev = torch.zeros(num_envs, n, dtype=torch.bool, device=device)
+            self.after_loss = torch.zeros(num_envs, n, **f64)  # 1 - 1/L, or p without a burst length
+            self.after_kept = torch.zeros(num_envs, n, **f64)  # p / (L (1 - p)), or p
+            self.threshold = torch.zeros(num_envs, n, **f64)
+            self.not_kept = torch.zeros(num_envs, n, dtype=torch.bool, device=device)
+
+    def refresh(self, dropout: torch.Tensor, burst: torch.Tensor) -> None:
+        """The chain's two thresholds from the per-env dropout ``p`` and burst length ``L``."""
+        bursty = burst >= 1.0
+        length = torch.where(bursty, burst, 1.0)
+        torch.where(bursty, 1.0 - 1.0 / length, dropout, out=self.after_loss)
+        kept = dropout / (length * (1.0 - dropout))
+        torch.where(bursty, kept, dropout, out=self.after_kept)
+
+    def lose(self, due: torch.Tensor) -> None:
+        """The loss chain over the due samples: a due sample is lost when ``u`` is below the threshold of
+        the chain's state (the previous due sample lost or kept); ``due`` becomes the samples taken."""
+        lost_prev, not_kept = self.lost_prev, self.not_kept
+        torch.where(lost_prev, self.after_loss, self.after_kept, out=self.threshold)
+        torch.lt(self.u, self.threshold, out=not_kept)
+        not_kept.logical_and_(due)  # lost = due and below the threshold
+        # the chain moves on due samples only: lost_prev = lost where due, unchanged elsewhere
+        torch.where(due, not_kept, lost_prev, out=lost_prev)
+        due.logical_and_(not_kept.logical_not_())
+
+
+class HeldSamples:
+    """The sample-and-hold bookkeeping of one class: what is held and when it was taken.
+
+    :attr:`steps` is the manager's ``(B,)`` steps since each env's reset (read, never written here),
+    :attr:`last_sample` ``(B, n)`` the step of each sensor's last sample, :attr:`held` ``(B, cols)`` its
+    return-space snapshot (the class's return dtype) and :attr:`ring` (with a delay ring of depth > 1)
+    the step of the sample behind each snapshot of the delay ring, else None. ``width`` is the sensors'
+    common width (a snapshot is then ``(B, n, width)`` and a decision broadcasts over it), or None: the
+    decision is spread to the columns with ``col_to_sensor`` into ``take_cols``. :meth:`Sampler.hold`
+    writes them every step.
+    """
+
+    def __init__(
+        self,
+        widths: list[int],
+        num_envs: int,
+        device: torch.device,
+        clock: Clock,
+        rdtype: torch.dtype,
+        delay_depth: int,
+        episode_steps: torch.Tensor,
+    ) -> None:
+        b, n, cols = num_envs, len(widths), sum(widths)
+        self.steps = episode_steps
+        self.last_sample = torch.zeros(b, n, dtype=torch.long, device=device)
+        self.held = torch.zeros(b, cols, dtype=rdtype, device=device)
+        self.ring = Ring(delay_depth, b, n, torch.long, device, clock) if delay_depth > 1 else None
+        self.width = widths[0] if len(set(widths)) == 1 else None
+        if self.width is None:
+            sensor_of = [j for j, w in enumerate(widths) for _ in range(w)]
+            self.col_to_sensor = torch.tensor(sensor_of, dtype=torch.long, device=device)
+            self.take_cols = torch.zeros(b, cols, dtype=torch.bool, device=device)
+
+    def sample_step(self, j: int, shift: torch.Tensor | int, clock_t: int) -> torch.Tensor:
+        """``(B,)`` episode step of sensor ``j``'s sample behind the snapshot read ``shift`` steps back."""
+        ring = self.ring
+        if ring is None:
+            return self.last_sample[:, j].clone()
+        b = ring.buffer.shape[1]
+        slot = torch.remainder(clock_t - torch.as_tensor(shift, device=ring.buffer.device), ring.depth)
+        slot = slot.expand(b) if slot.dim() == 0 else slot
+        return ring.buffer[slot, torch.arange(b, device=slot.device), j]
+
+
+def _view(part: str, name: str, doc: str) -> property:
+    def get(self: Sampler) -> Any:
+        return getattr(getattr(self, part), name)
+
+    return property(get, doc=doc)
+
+
 class Sampler:
     """Sample-and-hold of one sensor class (see the module docstring).
+
+    Its state lives in four components, one responsibility each: :attr:`rates` (a :class:`SamplerRates`:
+    the per-env period, phase, dropout and burst tables and their randomization), :attr:`phase_index`
+    (a :class:`PhaseIndex`: the due rule's phase index of this step and the previous one), :attr:`losses`
+    (a :class:`LossChain`: the dropout draws and the burst chain) and :attr:`samples` (a
+    :class:`HeldSamples`: the held snapshot, the step of the last sample and the sample ring). The
+    attributes of the old names (``period``, ``phase``, ``dropout``, ``burst``, ``steps``, ``held``,
+    ``sample_ring``, ...) read them. The step's decision is :attr:`take` (and :attr:`due`).
 
     Args:
         sensors: the class's sensors in column order.
@@ -108,112 +318,61 @@ class Sampler:
         episode_steps: torch.Tensor,
     ) -> None:
         b, n = num_envs, len(sensors)
-        self.dt, self.random = dt, random
-        f64 = dict(dtype=torch.float64, device=device)
-        self.period = torch.zeros(b, n, **f64)
-        self.phase = torch.zeros(b, n, **f64)
-        self.dropout = torch.zeros(b, n, **f64)
-        self.burst = torch.zeros(b, n, **f64)  # mean run of losses, 0: independent losses
-        # (field, sensor, distribution) resampled per env at every reset
-        self._random: list[tuple[str, int, Distribution]] = []
-        self._drawn_phase: list[int] = []  # sensors whose phase is drawn U[0, T) at every reset
-        for j, s in enumerate(sensors):
-            o = s.options
-            for name in SAMPLER_FIELDS:
-                value = getattr(o, name)
-                if isinstance(value, Distribution):
-                    self._random.append((name, j, value))
-                elif value is not None:
-                    getattr(self, _TENSOR[name])[:, j] = value
-            if o.update_phase is None and bounds_of(o.update_period)[1] > dt:
-                self._drawn_phase.append(j)
+        self.random = random
         self.has_rate = any(bounds_of(s.options.update_period)[1] > dt for s in sensors)
         self.has_dropout = any(bounds_of(s.options.dropout)[1] > 0 for s in sensors)
         self.has_burst = self.has_dropout and any(s.options.dropout_burst is not None for s in sensors)
         #: whether a due sample that is lost must be known before the class's hook (a low-pass filter
         #: advances on it): set by the class's storage, which then calls :meth:`decide` before the hook
         self.decides_early = False
-        # sensor -> its fields readable as randomization (distributions and drawn phases), field order
-        drawn = {(name, j) for name, j, _ in self._random} | {("update_phase", j) for j in self._drawn_phase}
-        self.randomized: dict[int, list[str]] = {}
-        for j in range(n):
-            fields = [name for name in SAMPLER_FIELDS if (name, j) in drawn]
-            if fields:
-                self.randomized[j] = fields
-
-        self.steps = episode_steps  # the manager's steps since each env's reset (it advances them)
-        self.last_sample = torch.zeros(b, n, dtype=torch.long, device=device)  # step of the last sample
-        self.held = torch.zeros(b, sum(widths), dtype=rdtype, device=device)  # the last sample's snapshot
-        self.sample_ring = Ring(delay_depth, b, n, torch.long, device, clock) if delay_depth > 1 else None
+        self.rates = SamplerRates(sensors, b, dt, device)
+        self.phase_index = PhaseIndex(self.rates, episode_steps)
+        self.losses = LossChain(b, n, device, self.has_burst)
+        self.samples = HeldSamples(widths, b, device, clock, rdtype, delay_depth, episode_steps)
         self.take = torch.zeros(b, n, dtype=torch.bool, device=device)
         #: this step's due samples (taken or lost); kept only when :attr:`decides_early` (see there)
         self.due = torch.zeros(b, n, dtype=torch.bool, device=device)
-        if self.has_burst:
-            self.lost_prev = torch.zeros(b, n, dtype=torch.bool, device=device)  # the chain's state
-            self._p_after_loss = torch.zeros(b, n, **f64)  # 1 - 1/L, or p without a burst length
-            self._p_after_kept = torch.zeros(b, n, **f64)  # p / (L (1 - p)), or p
-            self._threshold = torch.zeros(b, n, **f64)
-            self._not_kept = torch.zeros(b, n, dtype=torch.bool, device=device)
-        # sensors of equal width: a snapshot is (B, n, w) and the decision broadcasts over w; otherwise
-        # it is spread to the columns with one index_select
-        self._width = widths[0] if len(set(widths)) == 1 else None
-        if self._width is None:
-            cols = [j for j, w in enumerate(widths) for _ in range(w)]
-            self.col_to_sensor = torch.tensor(cols, dtype=torch.long, device=device)
-            self.take_cols = torch.zeros(b, sum(widths), dtype=torch.bool, device=device)
-        self.every_step = torch.zeros(b, n, dtype=torch.bool, device=device)  # T <= dt
-        self.safe_period = torch.ones(b, n, **f64)
-        # floor(tau_t / T + 1e-9) of this step and of the previous one (the due rule compares them)
-        self._k = torch.zeros(b, n, **f64)
-        self.k_prev = torch.zeros(b, n, **f64)
-        self._t = torch.zeros(b, 1, **f64)
-        self._u = torch.zeros(b, n, **f64)  # this step's dropout draws
-        self._kept = torch.zeros(b, n, dtype=torch.bool, device=device)
-        self._scratch = torch.zeros(b, n, **f64)
-        self._phase_u = torch.zeros(b, len(self._drawn_phase), **f64)
-        self._phase_cols = torch.tensor(self._drawn_phase, dtype=torch.long, device=device)
         self.refresh_derived()
+
+    # -- views of the components (what the storage, the manager, the app and the tests read) -----------
+    dt = _view("rates", "dt", "The manager's control step (s).")
+    period = _view("rates", "period", "``(B, n)`` float64 sampler period ``T`` (s).")
+    phase = _view("rates", "phase", "``(B, n)`` float64 sampler phase ``phi`` (s).")
+    dropout = _view("rates", "dropout", "``(B, n)`` float64 probability ``p`` that a due sample is lost.")
+    burst = _view("rates", "burst", "``(B, n)`` float64 mean run of losses ``L`` (0: independent).")
+    every_step = _view("rates", "every_step", "``(B, n)`` bool: ``T <= dt`` (every step is due).")
+    safe_period = _view("rates", "safe_period", "``(B, n)`` float64: ``T``, or 1 where ``T <= dt``.")
+    randomized = _view("rates", "randomized", "Sensor -> its randomized sampler fields (field order).")
+    k_prev = _view("phase_index", "k_prev", "``(B, n)`` float64 phase index of the previous step.")
+    _u = _view("losses", "u", "``(B, n)`` float64 this step's dropout draws.")
+    lost_prev = _view("losses", "lost_prev", "``(B, n)`` bool: the previous due sample was lost (bursts).")
+    steps = _view("samples", "steps", "The manager's ``(B,)`` steps since each env's reset.")
+    last_sample = _view("samples", "last_sample", "``(B, n)`` episode step of each sensor's last sample.")
+    held = _view("samples", "held", "``(B, cols)`` the last sample's return-space snapshot.")
+    sample_ring = _view("samples", "ring", "Ring of the step of each delay-ring snapshot's sample, or None.")
 
     # -- parameters ------------------------------------------------------------------------------------
     def refresh_derived(self) -> None:
-        torch.le(self.period, self.dt, out=self.every_step)
-        self.safe_period.copy_(self.period).masked_fill_(self.every_step, 1.0)
+        """Recompute the tables derived from the per-env values (the due rule's; the chain's thresholds)."""
+        rates = self.rates
+        rates.refresh()
         if self.has_burst:  # the loss chain's two thresholds; p for both without a burst length
-            bursty = self.burst >= 1.0
-            length = torch.where(bursty, self.burst, 1.0)
-            torch.where(bursty, 1.0 - 1.0 / length, self.dropout, out=self._p_after_loss)
-            kept = self.dropout / (length * (1.0 - self.dropout))
-            torch.where(bursty, kept, self.dropout, out=self._p_after_kept)
+            self.losses.refresh(rates.dropout, rates.burst)
 
     def sample_interval(self) -> torch.Tensor:
         """``(B, n)`` float64 ``T_s`` per env and sensor: the period where it is > 0, else ``dt``."""
-        return torch.where(self.period > 0, self.period, self.dt)
+        period = self.rates.period
+        return torch.where(period > 0, period, self.rates.dt)
 
     def resample(self, mask: torch.Tensor) -> None:
         """New period, dropout and phase values for the envs in ``mask`` (B,) bool."""
-        if not self._random and not self._drawn_phase:
-            return
-        rows = mask[:, None]
-        for name, j, dist in self._random:
-            col = self._scratch[:, j : j + 1]
-            self.random.sample_(dist, col, mask, 0)
-            if name == "dropout":  # Uniform(lo, 1) is [lo, 1); lo + (1 - lo) u can round up to 1
-                col.clamp_(max=_BELOW_ONE)
-            target = getattr(self, _TENSOR[name])[:, j : j + 1]
-            torch.where(rows, col, target, out=target)
-        if self._drawn_phase:
-            self.random.uniform_(self._phase_u, mask, 0)
-            drawn = self._phase_u * self.period.index_select(1, self._phase_cols)
-            old = self.phase.index_select(1, self._phase_cols)
-            self.phase.index_copy_(1, self._phase_cols, torch.where(rows, drawn, old))
-        self.refresh_derived()
+        if self.rates.resample(mask, self.random):
+            self.refresh_derived()
 
     def randomization(self, j: int) -> dict[str, torch.Tensor]:
         """``{field: (B, 1)}`` float32 per-env values of sensor ``j``'s randomized sampler options."""
-        return {
-            name: getattr(self, _TENSOR[name])[:, j : j + 1].to(torch.float32)
-            for name in self.randomized.get(j, [])
-        }
+        rates = self.rates
+        return {name: rates.table(name)[:, j : j + 1].float() for name in rates.randomized.get(j, [])}
 
     # -- the per-step decision and the hold ------------------------------------------------------------
     def decide(self, ctx: Any) -> None:
@@ -222,46 +381,37 @@ class Sampler:
         storage calls it before the class's hook. ``ctx``: the capture's
         :class:`~sensorgym.core.metadata.CaptureContext`."""
         take, reset_mask, advancing = self.take, ctx.reset_mask, ctx.advancing
+        index, losses = self.phase_index, self.losses
         if self.has_dropout:
             # drawn in reset captures too (and ignored there): an env's stream then does not depend on
             # whether its reset came with a step (an autoreset) or alone
-            self.random.uniform_(self._u, ctx.rows, 0)
+            self.random.uniform_(losses.u, ctx.rows, 0)
         if self.has_rate:
-            self._phase_index(self._k)
+            index.compute()
         if not advancing:  # a reset capture: only the reset envs take (and keep) a sample
             take.copy_(reset_mask[:, None].expand_as(take))
             if self.decides_early:
                 self.due.copy_(take)
         else:
             if self.has_rate:  # due iff the phase index grew since the last step (or T <= dt)
-                torch.gt(self._k, self.k_prev, out=take)
-                take.logical_or_(self.every_step)
+                torch.gt(index.k, index.k_prev, out=take)
+                take.logical_or_(index.every_step)
             else:
                 take.fill_(True)
             if self.decides_early:  # before the losses: a lost due sample still advances the filter
                 self.due.copy_(take)
             if self.has_burst:
-                self._lose_in_bursts(take)
+                losses.lose(take)
             elif self.has_dropout:
-                take.logical_and_(torch.ge(self._u, self.dropout, out=self._kept))
+                take.logical_and_(torch.ge(losses.u, self.rates.dropout, out=losses.kept))
             if reset_mask is not None:
                 take.logical_or_(reset_mask[:, None])
                 if self.decides_early:
                     self.due.logical_or_(reset_mask[:, None])
         if self.has_burst and reset_mask is not None:  # the reset sample is kept: the chain restarts
-            self.lost_prev.masked_fill_(reset_mask[:, None], False)
+            losses.lost_prev.masked_fill_(reset_mask[:, None], False)
         if self.has_rate:
-            self.k_prev.copy_(self._k)
-
-    def _lose_in_bursts(self, due: torch.Tensor) -> None:
-        """The loss chain over the due samples: a due sample is lost when ``u`` is below the threshold of
-        the chain's state (the previous due sample lost or kept); ``due`` becomes the samples taken."""
-        torch.where(self.lost_prev, self._p_after_loss, self._p_after_kept, out=self._threshold)
-        torch.lt(self._u, self._threshold, out=self._not_kept)
-        self._not_kept.logical_and_(due)  # lost = due and below the threshold
-        # the chain moves on due samples only: lost_prev = lost where due, unchanged elsewhere
-        torch.where(due, self._not_kept, self.lost_prev, out=self.lost_prev)
-        due.logical_and_(self._not_kept.logical_not_())
+            index.k_prev.copy_(index.k)
 
     def hold(self, snapshot: torch.Tensor, ctx: Any) -> None:
         """Decide which envs take this step's sample (unless decided before the hook) and, in the
@@ -269,69 +419,59 @@ class Sampler:
         the held one, in place. ``ctx``: the capture's :class:`~sensorgym.core.metadata.CaptureContext`."""
         if not self.decides_early:
             self.decide(ctx)
-        take, reset_mask = self.take, ctx.reset_mask
-        torch.where(take, self.steps[:, None], self.last_sample, out=self.last_sample)
-        if self.sample_ring is not None:
-            slot = self.sample_ring.at(0)
-            slot.copy_(self.last_sample)
+        take, reset_mask, samples = self.take, ctx.reset_mask, self.samples
+        last_sample, held, ring = samples.last_sample, samples.held, samples.ring
+        torch.where(take, samples.steps[:, None], last_sample, out=last_sample)
+        if ring is not None:
+            ring.at(0).copy_(last_sample)
             if reset_mask is not None:  # padded reads show the reset sample, taken at step 0
-                self.sample_ring.buffer.masked_fill_(reset_mask[None, :, None], 0)
-        if self._width is None:
-            torch.index_select(take, 1, self.col_to_sensor, out=self.take_cols)
-            torch.where(self.take_cols, snapshot, self.held, out=snapshot)
+                ring.buffer.masked_fill_(reset_mask[None, :, None], 0)
+        w = samples.width
+        if w is None:
+            torch.index_select(take, 1, samples.col_to_sensor, out=samples.take_cols)
+            torch.where(samples.take_cols, snapshot, held, out=snapshot)
         else:
-            b, w = snapshot.shape[0], self._width
+            b = snapshot.shape[0]
             per_sensor = snapshot.view(b, -1, w)
-            torch.where(take.unsqueeze(2), per_sensor, self.held.view(b, -1, w), out=per_sensor)
-        self.held.copy_(snapshot)
-
-    def _phase_index(self, out: torch.Tensor) -> None:
-        """``out`` (B, n) = ``floor((t*dt - phi) / T + 1e-9)`` at ``t = steps``, in float64 (the due rule).
-        Kept from one step to the next (``k_prev``): the rule's value at ``t - 1`` is the one computed,
-        with the same operations, at the previous step (``phi`` and ``T`` change only at a reset)."""
-        self._t.copy_(self.steps[:, None])
-        torch.mul(self._t.expand_as(out), self.dt, out=out)
-        out.sub_(self.phase).div_(self.safe_period).add_(_TOL).floor_()
+            torch.where(take.unsqueeze(2), per_sensor, held.view(b, -1, w), out=per_sensor)
+        held.copy_(snapshot)
 
     # -- ages --------------------------------------------------------------------------------------------
     def sample_step(self, j: int, shift: torch.Tensor | int, clock_t: int) -> torch.Tensor:
         """``(B,)`` episode step of the sample behind the snapshot read ``shift`` steps back."""
-        if self.sample_ring is None:
-            return self.last_sample[:, j].clone()
-        ring = self.sample_ring
-        b = ring.buffer.shape[1]
-        slot = torch.remainder(clock_t - torch.as_tensor(shift, device=ring.buffer.device), ring.depth)
-        slot = slot.expand(b) if slot.dim() == 0 else slot
-        return ring.buffer[slot, torch.arange(b, device=slot.device), j]
+        return self.samples.sample_step(j, shift, clock_t)
 
     # -- save/restore ------------------------------------------------------------------------------------
     def row_state(self) -> list[torch.Tensor]:
         """Tensors a capture writes for every env (restored for the envs a reset does not touch)."""
-        out = [self.last_sample, self.held, self.k_prev]  # (the steps are the manager's)
+        samples = self.samples
+        out = [samples.last_sample, samples.held, self.phase_index.k_prev]  # (the steps are the manager's)
         if self.has_burst:
-            out.append(self.lost_prev)
-        if self.sample_ring is not None:
-            out.append(self.sample_ring.at(0))
+            out.append(self.losses.lost_prev)
+        if samples.ring is not None:
+            out.append(samples.ring.at(0))
         return out
 
     def parameter_tensors(self) -> list[torch.Tensor]:
-        return [self.period, self.phase, self.dropout] + ([self.burst] if self.has_burst else [])
+        rates = self.rates
+        return [rates.period, rates.phase, rates.dropout] + ([rates.burst] if self.has_burst else [])
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
+        rates, samples = self.rates, self.samples
         out = {
-            "period": self.period,
-            "phase": self.phase,
-            "dropout": self.dropout,
-            "steps": self.steps,
-            "phase_index": self.k_prev,
-            "last_sample": self.last_sample,
-            "held": self.held,
+            "period": rates.period,
+            "phase": rates.phase,
+            "dropout": rates.dropout,
+            "steps": samples.steps,
+            "phase_index": self.phase_index.k_prev,
+            "last_sample": samples.last_sample,
+            "held": samples.held,
         }
-        if self.sample_ring is not None:
-            out["sample_ring"] = self.sample_ring.buffer
+        if samples.ring is not None:
+            out["sample_ring"] = samples.ring.buffer
         if self.has_burst:
-            out["burst"] = self.burst
-            out["lost_prev"] = self.lost_prev
+            out["burst"] = rates.burst
+            out["lost_prev"] = self.losses.lost_prev
         return out
 
 
