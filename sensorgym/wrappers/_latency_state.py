@@ -239,9 +239,9 @@ class ActionQueue:
         >>> from sensorgym.wrappers._latency_state import ActionQueue, ActionLatencyConfig
         >>> cfg = ActionLatencyConfig.resolve(gym.make_vec("Pendulum-v1", 2), 0.1, 0.0, None, "zero")
         >>> queue = ActionQueue(cfg, torch.zeros(2, 1), random=None)  # no jitter: nothing is drawn
-        >>> queue.set_seconds(torch.full((2,), 0.1, dtype=torch.float64), torch.zeros(2, dtype=torch.float64))
-        tensor([[0.1000, 0.0000],
-                [0.1000, 0.0000]])
+        >>> delay, jitter = torch.full((2,), 0.1, dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
+        >>> queue.set_seconds(delay, jitter).mul(1000).round().tolist()  # ms per env: D * dt, jitter
+        [[100.0, 0.0], [100.0, 0.0]]
         >>> [queue.advance(torch.full((2, 1), float(t)))[0].item() for t in range(1, 5)]
         [0.0, 0.0, 1.0, 2.0]
         >>> queue.in_flight()[0].flatten().tolist()  # chosen, not yet applied, newest first
