@@ -156,7 +156,7 @@ class DelayLine:
     # -- the two reads (stages of the class's capture) -----------------------------------------------------
     def hold_fixed_shift(self, ctx: CaptureContext) -> None:
         """Stage: every env and sensor reads the snapshot ``fixed_shift`` steps back (one slot copy)."""
-        self.xp.copy(self._cache, self._slots[(self.clock.t - self.fixed_shift) % self.ring.depth])
+        self.xp.copyto(self._cache, self._slots[(self.clock.t - self.fixed_shift) % self.ring.depth])
 
     def sample_delay(self, ctx: CaptureContext) -> None:
         """Stage: draw every env's and sensor's shift (monotone) and gather the snapshots it shows."""

@@ -383,7 +383,8 @@ class SensorManager(ManagerPersistence):
         try:
             if advancing:
                 self.episode.advance()
-            self.episode.restart(mask, ctx.reset_index)
+            if mask is not None:
+                self.episode.restart(mask, ctx.reset_index)
             for storage in self._stores.values():
                 if ctx is not STEP:  # STEP is what every md holds between captures
                     storage.md.context = ctx

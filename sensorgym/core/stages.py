@@ -183,13 +183,13 @@ class PrefillTimelines:
 class CopyToReturnCache:
     """Stage: the latest snapshot of ``source`` (its slot 0) into a return cache."""
 
-    __slots__ = ("cache", "source", "xp")
+    __slots__ = ("cache", "copy", "source")
 
     def __init__(self, source: Ring, cache: torch.Tensor, binding: Binding) -> None:
-        self.source, self.cache, self.xp = source, binding.array(cache), binding.xp
+        self.source, self.cache, self.copy = source, binding.array(cache), binding.xp.copyto
 
     def __call__(self, ctx: CaptureContext) -> None:
-        self.xp.copy(self.cache, self.source.array_at(0))
+        self.copy(self.cache, self.source.array_at(0))
 
 
 class ProjectIntoRing:
@@ -199,7 +199,7 @@ class ProjectIntoRing:
     hook is written (on torch tensors, or on ``md.xp``)."""
 
     __slots__ = (
-        "cache", "identity", "is_measured", "md", "post_process", "ring", "sensor_cls", "source", "xp",
+        "cache", "copy", "identity", "is_measured", "md", "post_process", "ring", "sensor_cls", "source",
     )  # fmt: skip
 
     def __init__(
@@ -215,23 +215,29 @@ class ProjectIntoRing:
         self.sensor_cls, self.md, self.source, self.ring = sensor_cls, md, source, ring
         self.post_process, self.is_measured = sensor_cls._post_process, is_measured
         self.identity = not _overrides(sensor_cls, "_post_process")
-        self.xp, self.cache = binding.xp, binding.array(cache)
+        self.copy, self.cache = binding.xp.copyto, binding.array(cache)
 
     def __call__(self, ctx: CaptureContext) -> None:
         if self.identity:
-            self.xp.copy(self.ring.array_at(0), self.source.array_at(0))
+            slot = self.ring.array_at(0)
+            self.copy(slot, self.source.array_at(0))
         else:
-            slot = self.ring.at(0)
-            out = self.post_process(self.md, self.source.at(0), self.ring, is_measured=self.is_measured)
-            if out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype:
-                if out.shape != slot.shape:
-                    raise ValueError(
-                        f"{self.sensor_cls.__name__}._post_process returned shape {tuple(out.shape)}; the "
-                        f"return format needs {tuple(slot.shape)} (B, return columns)."
-                    )
-                slot.copy_(out)  # the hook's own tensor
+            self._project()
+            slot = self.ring.array_at(0)
         if self.cache is not None:
-            self.xp.copy(self.cache, self.ring.array_at(0))
+            self.copy(self.cache, slot)
+
+    def _project(self) -> None:
+        """The overridden ``_post_process``, its result into the ring's slot 0 unless written there."""
+        slot = self.ring.at(0)
+        out = self.post_process(self.md, self.source.at(0), self.ring, is_measured=self.is_measured)
+        if out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype:
+            if out.shape != slot.shape:
+                raise ValueError(
+                    f"{self.sensor_cls.__name__}._post_process returned shape {tuple(out.shape)}; the "
+                    f"return format needs {tuple(slot.shape)} (B, return columns)."
+                )
+            slot.copy_(out)  # the hook's own tensor
 
 
 class SampleAndHold:
@@ -250,13 +256,13 @@ class WriteHistory:
     """Stage: this step's measured read into slot 0 of the history ring (history is causal: slot ``i``
     is what ``read()`` returned ``i`` steps ago)."""
 
-    __slots__ = ("cache", "history", "xp")
+    __slots__ = ("cache", "copy", "history")
 
     def __init__(self, history: Ring, cache: torch.Tensor, binding: Binding) -> None:
-        self.history, self.cache, self.xp = history, binding.array(cache), binding.xp
+        self.history, self.cache, self.copy = history, binding.array(cache), binding.xp.copyto
 
     def __call__(self, ctx: CaptureContext) -> None:
-        self.xp.copy(self.history.array_at(0), self.cache)
+        self.copy(self.history.array_at(0), self.cache)
 
 
 class PadRing:

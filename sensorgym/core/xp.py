@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -60,6 +61,8 @@ class TORCH:
     """The torch executor: each op is one ``out=`` (or in-place) torch call."""
 
     name = "torch"
+    #: ``dst[...] = src`` as one C call (the stages' copies: :meth:`copy` without its Python frame)
+    copyto = torch.Tensor.copy_
 
     @staticmethod
     def add(a: Any, b: Any, out: Any) -> Any:
@@ -172,6 +175,8 @@ class NUMPY:
     third positional argument is ``out``, and calling them directly saves a Python frame per op)."""
 
     name = "numpy"
+    #: ``dst[...] = src`` (casting) returning nothing, as one C call (the stages' copies)
+    copyto = functools.partial(np.copyto, casting="unsafe")
     add = np.add
     mul = np.multiply
     div = np.divide

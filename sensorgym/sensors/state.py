@@ -132,8 +132,8 @@ def _selections(md: Any, cols: slice, sensors: list, x: Any) -> list[tuple[slice
     plan = plans.get(key)
     if plan is None:
         plan = plans[key] = _selection_plan(cols, sensors, x.ndim, x.shape, device)
-    b = x.shape[0]
-    if x.ndim == 1:
+    b, ndim = x.shape[0], x.ndim
+    if ndim == 1:
         x = x[:, None]
     out = []
     for columns, pick in plan:
@@ -143,7 +143,8 @@ def _selections(md: Any, cols: slice, sensors: list, x: Any) -> list[tuple[slice
             y = x[..., pick]
         else:
             y = x.index_select(-1, pick)
-        out.append((columns, y.reshape(b, -1)))
+        # a 1-D or 2-D entry's selection is (B, c) already: a reshape would cost as much as the pick
+        out.append((columns, y.reshape(b, -1) if ndim > 2 else y))
     return out
 
 
