@@ -1069,7 +1069,9 @@ class IMUSensor(MujocoSensor):
                 if native is not None
                 else np.asarray(cls._measure_python(model, data, o), dtype=np.float32).reshape(-1)
             )
-            if _has_distribution(o.pos_offset):  # the lever arm of a randomized position needs alpha
+            # the lever arm of a randomized position needs alpha (decided once per options: every step of
+            # every sub-env runs this)
+            if cached(model, ("imu_moved", o), lambda o=o: _has_distribution(o.pos_offset)):
                 out[alpha_key(o)] = cls._angular_acceleration(model, data, o)
         return out
 
