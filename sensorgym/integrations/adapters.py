@@ -43,6 +43,8 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from ..wrappers.common import sub_env_attr
+
 __all__ = [
     "DEFAULT_CRITIC_INPUT",
     "ActionAdapter",
@@ -262,7 +264,7 @@ class EpisodeClock:
                 break
         if self._native is None and hasattr(self._base, "get_attr"):
             with contextlib.suppress(Exception):
-                limits = set(self._base.get_attr("_max_episode_steps"))
+                limits = set(sub_env_attr(self._base, "_max_episode_steps"))
                 if len(limits) == 1 and None not in limits:
                     limit = int(limits.pop())
                     self._timelimit = True

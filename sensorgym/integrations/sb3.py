@@ -43,6 +43,7 @@ from stable_baselines3.sac.policies import SACPolicy
 from stable_baselines3.td3.policies import TD3Policy
 from torch import nn
 
+from ..wrappers.common import sub_env_attr
 from .adapters import ActionAdapter, SameStepStepper
 from .sb3_checkpoint import from_plain, save_checkpoint, to_plain
 
@@ -179,8 +180,8 @@ class SB3VecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
         base = self._sub_envs()
-        if hasattr(base, "get_attr"):
-            values = list(base.get_attr(attr_name))
+        if hasattr(base, "get_attr"):  # a missing attribute raises here, not in an Async worker
+            values = sub_env_attr(base, attr_name)
         else:  # a natively batched env: one object for all envs
             values = [getattr(base, attr_name, None)] * self.num_envs
         return [values[i] for i in self._get_indices(indices)]
@@ -191,7 +192,10 @@ class SB3VecEnv(VecEnv):
             setattr(base, attr_name, value)
             return
         idx = list(self._get_indices(indices))
-        current = list(base.get_attr(attr_name))
+        if sorted(idx) == list(range(self.num_envs)):  # every env: nothing to read back
+            base.set_attr(attr_name, [value] * self.num_envs)
+            return
+        current = sub_env_attr(base, attr_name)
         for i in idx:
             current[i] = value
         base.set_attr(attr_name, current)
@@ -200,6 +204,9 @@ class SB3VecEnv(VecEnv):
         self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any
     ) -> list[Any]:
         base = self._sub_envs()
+        if hasattr(base, "call") and not all(base.call("has_wrapper_attr", method_name)):
+            # raised here: a sub-env that raises inside an AsyncVectorEnv worker gets it shut down
+            raise AttributeError(f"a sub-env has no method {method_name!r}")
         results = list(base.call(method_name, *method_args, **method_kwargs))
         return [results[i] for i in self._get_indices(indices)]
 

@@ -192,8 +192,7 @@ def env_control_step(env: Any) -> float | None:
     candidates = []
     base = getattr(env, "unwrapped", env)
     probes = [lambda: base.dt]
-    if hasattr(base, "get_attr"):  # Sync/Async: ask the sub-envs
-        probes.append(lambda: _all_equal(base.get_attr("dt")))
+    probes.append(lambda: _all_equal(sub_env_attr(base, "dt")))  # Sync/Async: ask the sub-envs
     if hasattr(env, "get_wrapper_attr"):
         probes.append(lambda: env.get_wrapper_attr("dt"))
     for probe in probes:
@@ -206,6 +205,18 @@ def env_control_step(env: Any) -> float | None:
         if (step := as_real(c)) is not None and math.isfinite(step) and step > 0:
             return step
     return None
+
+
+def sub_env_attr(base: Any, name: str) -> list[Any]:
+    """Each sub-env's attribute ``name`` through the vector env's ``get_attr``, asking first whether every
+    sub-env has it: a sub-env that raises inside an ``AsyncVectorEnv`` worker gets that worker shut down by
+    Gymnasium (the next reset dies with ``'NoneType' object has no attribute 'send'``), so a probe must
+    never make one raise. Raises ``AttributeError`` here, in this process, when any sub-env lacks it."""
+    if not hasattr(base, "get_attr"):
+        raise AttributeError(f"{type(base).__name__} has no sub-envs to ask for {name!r}")
+    if not all(base.call("has_wrapper_attr", name)):  # gymnasium.Env.has_wrapper_attr never raises
+        raise AttributeError(f"a sub-env of {type(base).__name__} has no attribute {name!r}")
+    return list(base.get_attr(name))
 
 
 def _all_equal(values: Sequence[Any]) -> Any:
