@@ -470,12 +470,14 @@ def _g(x: float) -> str:
 def _density_terms(options: Any, component: int, dt: float) -> dict[str, Any] | None:
     """The per-step noise and random-walk std that ``noise_density``, ``bandwidth`` and
     ``random_walk_density`` (the units ``sensorgym fit`` writes) give one component at control step ``dt``,
-    as :func:`estimate_channel` sees them; ``None`` where one of them (or ``update_period``) is drawn per
-    episode.
+    as :func:`estimate_channel` sees them, and ``filter``: the share of a white noise of std ``sigma`` per
+    own sample (from ``noise`` or from ``noise_density``) that the configured ``bandwidth`` leaves in that
+    estimate; ``None`` where one of them (or ``update_period``) is drawn per episode.
 
     The noise is ``sigma = N / sqrt(T_s)`` per sample; through the low-pass filter ``a = exp(-2 pi f_c
-    T_s)`` the reading's spread is ``sigma sqrt((1 - a) / (1 + a))`` and consecutive reads, ``m`` samples
-    apart, share a fraction ``a^m`` of it, so their difference shows ``sqrt(1 - a^m)`` of it. The walk is
+    T_s)`` (docs/error_model.md: the filter takes the white noise of either option) the reading's spread is ``sigma
+    sqrt((1 - a) / (1 + a))`` and consecutive reads, ``m`` samples apart, share a fraction ``a^m`` of it,
+    so their difference (what the estimate is made of) shows ``sqrt(1 - a^m)`` of it. The walk is
     ``K sqrt(dt)`` per step.
 
     Example:
@@ -483,6 +485,9 @@ def _density_terms(options: Any, component: int, dt: float) -> dict[str, Any] | 
         >>> opts = sg.StateSensorOptions(key="obs", noise_density=0.01, update_period=0.01)
         >>> round(_density_terms(opts, 0, dt=0.05)["noise"], 6)  # 0.01 / sqrt(0.01)
         0.1
+        >>> opts = sg.StateSensorOptions(key="obs", noise=0.2, bandwidth=3.0)  # a = 0.390 at T_s = 0.05 s
+        >>> round(0.2 * _density_terms(opts, 0, dt=0.05)["filter"], 4)
+        0.1035
     """
     values = [
         _number(_component(getattr(options, name, 0.0), component))
@@ -497,15 +502,26 @@ def _density_terms(options: Any, component: int, dt: float) -> dict[str, Any] | 
     note = ""
     if density:
         note = f"noise_density {_g(density)} at T_s = {_g(ts)} s is a noise of {_g(noise)} per sample"
-    if density and bandwidth:
+    spread = share = 1.0
+    if bandwidth:
         a = math.exp(-2.0 * math.pi * bandwidth * ts)
         m = max(dt / ts, 1.0)
-        noise *= math.sqrt((1 - a) / (1 + a)) * math.sqrt(1 - a**m)
+        spread = math.sqrt((1 - a) / (1 + a))
+        share = spread * math.sqrt(1 - a**m)
+    if density and bandwidth:
+        noise *= share
         note += f"; the {_g(bandwidth)} Hz filter leaves {_g(noise)} in the step-to-step difference of reads"
     walk = walk_density * math.sqrt(dt)
     if walk:
         note += ("; " if note else "") + f"random_walk_density {_g(walk_density)} drifts {_g(walk)} per step"
-    return {"noise": noise, "walk": walk, "note": note}
+    return {
+        "noise": noise,
+        "walk": walk,
+        "note": note,
+        "filter": share,
+        "spread": spread,
+        "bandwidth": bandwidth,
+    }
 
 
 def compare_channel(
@@ -572,6 +588,18 @@ def compare_channel(
         sigma = math.sqrt((sigma or 0.0) ** 2 + density["noise"] ** 2) if sigma is not None else None
         rw = math.sqrt((rw or 0.0) ** 2 + density["walk"] ** 2) if rw is not None else None
         notes.append(density["note"])
+    # a per-step noise behind a bandwidth: the filter takes it as it takes a noise density's (docs/error_model.md)
+    # (compared unfiltered, a correct noise 0.2 behind a 3 Hz filter at dt 0.05 was "0.104, differs")
+    written, per_step = sigma, _number(noise) if noise is not None else None
+    if density is not None and density["filter"] < 1.0 and sigma is not None and per_step:
+        filtered = per_step * density["filter"]
+        sigma = math.sqrt(max(sigma**2 - per_step**2, 0.0) + filtered**2)
+        notes.append(
+            f"noise {_g(per_step)} per sample behind the {_g(density['bandwidth'])} Hz filter: the "
+            f"reading's noise has std {_g(per_step * density['spread'])} (noise·√((1 − a)/(1 + a))), "
+            f"and the step-to-step difference of reads, which the estimate is made of, shows {_g(filtered)} "
+            f"of it (expected ≈ {_g(filtered)})"
+        )
 
     # delay: D steps, plus 0..ceil(jitter/dt) steps of jitter
     est_d = int(est["delay_steps"])
@@ -614,7 +642,7 @@ def compare_channel(
             verdict = f"higher: jitter (expected ≈ {_g(expected)} without it)"
         else:
             verdict = f"differs (expected ≈ {_g(expected)})"
-        rows["noise std"] = (_g(sigma), f"{_g(est_n)} ± {_g(se_n)}", verdict)
+        rows["noise std"] = (_g(written), f"{_g(est_n)} ± {_g(se_n)}", verdict)
         if q:
             notes.append(
                 f"quantization (step {_g(q)}) adds up to q/√12 = {_g(q / math.sqrt(12))} of rounding error "
