@@ -95,16 +95,17 @@ class LowpassFilter:
     masks and scratch of its update, ``(B, cols)`` each. A class's :class:`ErrorModel` holds one
     (``lowpass``) when some sensor of it can have a bandwidth.
 
-    Per step the kernel advances ``state <- decay * state + gain * x + step_std * w`` where :attr:`update`
-    is set (every column when it is None), and at a reset restarts it at ``x + start_std * w`` (built in
-    :attr:`spare`). A component without a filter (``f_c = 0``) gets ``decay = 0``, ``gain = 1`` and its
-    unfiltered ``sigma`` for both stds.
+    Per step the kernel computes ``y + gain * (x - y) + step_std * w`` (``gain = 1 - a^m``: SPEC's
+    ``a^m y + (1 - a^m) x`` in a form whose float rounding keeps a noise-free output between ``y`` and
+    ``x``) and stores it into ``state`` where :attr:`update` is set (else where :attr:`active` is), and at
+    a reset restarts it at ``x + start_std * w`` (built in :attr:`spare`). A component without a filter
+    (``f_c = 0``) gets ``gain = 1`` and its unfiltered ``sigma`` for both stds, and its state stays 0, so
+    its output is exactly ``x`` plus its noise.
 
     Attributes:
         state: the filter's output ``y`` (restored for the envs a reset does not touch; checkpoint key
             ``lowpass_state``).
-        decay: ``a^m``, the decay over the ``m`` own samples of a step (``a = exp(-2 pi f_c T_s)``).
-        gain: ``1 - a^m``.
+        gain: ``1 - a^m``, over the ``m`` own samples of a step (``a = exp(-2 pi f_c T_s)``).
         step_std: the std of the noise the filter accumulates over a step.
         start_std: the filter's stationary std ``sigma sqrt((1 - a) / (1 + a))``, drawn at a reset.
         active: ``f_c > 0`` (bool).
@@ -115,7 +116,7 @@ class LowpassFilter:
     """
 
     def __init__(self, table: Callable[..., torch.Tensor], follows_due: bool) -> None:
-        self.state, self.decay, self.gain = table(), table(), table()
+        self.state, self.gain = table(), table()
         self.step_std, self.start_std, self.spare = table(), table(), table()
         self.active = table(torch.bool)
         self.follows_due = follows_due
@@ -131,11 +132,9 @@ class LowpassFilter:
         m = torch.clamp(dt / t_s, min=1.0)  # own samples per step (1 per due sample when T_s >= dt)
         sigma = sigma.to(f64)
         one_minus_a = -torch.expm1(-x)
-        decay = torch.exp(-x * m)
         step_std = sigma * one_minus_a * torch.sqrt(torch.expm1(-2.0 * x * m) / torch.expm1(-2.0 * x))
         start_std = sigma * torch.sqrt(one_minus_a / (2.0 - one_minus_a))  # (1 - a) / (1 + a)
-        # no filter: y = 0 * y + 1 * x + sigma * w, the unfiltered noise, in the same kernel
-        self.decay.copy_(torch.where(active, decay, 0.0))
+        # no filter: y = 0 + 1 * (x - 0) + sigma * w, the unfiltered noise, in the same kernel
         self.gain.copy_(torch.where(active, -torch.expm1(-x * m), 1.0))
         self.step_std.copy_(torch.where(active, step_std, sigma))
         self.start_std.copy_(torch.where(active, start_std, sigma))
@@ -157,7 +156,7 @@ class ErrorModel:
     It holds the tables of the stateless terms (``sigma``, ``walk_std``, ``scale``) and gives the two terms
     with a state to their components: :attr:`markov` (a :class:`GaussMarkovBias`) and :attr:`lowpass` (a
     :class:`LowpassFilter`), each None when no sensor of the class uses the term. Their tables also read
-    as attributes of the model (``markov_state``, ``phi``, ``lowpass_state``, ``decay``, ...: None without
+    as attributes of the model (``markov_state``, ``phi``, ``lowpass_state``, ``gain``, ...: None without
     the term).
 
     Args:
@@ -213,7 +212,6 @@ class ErrorModel:
     drive = _term_view("markov", "drive", "``(B, cols)`` ``sigma_g sqrt(1 - phi^2)``.")
     markov_sigma = _term_view("markov", "sigma", "``(B, cols)`` ``sigma_g``.")
     lowpass_state = _term_view("lowpass", "state", "``(B, cols)`` the filter's output ``y``.")
-    decay = _term_view("lowpass", "decay", "``(B, cols)`` ``a^m``.")
     gain = _term_view("lowpass", "gain", "``(B, cols)`` ``1 - a^m``.")
     step_std = _term_view("lowpass", "step_std", "``(B, cols)`` the filter's per-step noise std.")
     start_std = _term_view("lowpass", "start_std", "``(B, cols)`` the filter's stationary std.")

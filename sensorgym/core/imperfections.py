@@ -103,19 +103,19 @@ def imperfection_kernel(
         xp.add(x, state, data)
         x = data
     if lowpass is not None:  # white noise through the sensor's filter, closed form over the step
-        state, decay, gain, step_std, start_std, update, spare = lowpass
+        state, gain, step_std, start_std, update, spare = lowpass
         if reset_rows is not None:  # the filter starts at the reset sample, at its stationary spread
             xp.add(x, xp.mul(noise_draw, start_std, scratch), spare)
-        xp.mul(x, gain, scratch)
-        xp.mul(state, decay, data)  # (x is read: it may be `data`)
-        xp.add(data, scratch, data)
+        # y + (1 - a^m) (x - y), SPEC's a^m y + (1 - a^m) x written so that float rounding keeps the output
+        # between y and x: a reading of a bounded input stays in its bounds (a^m y + (1 - a^m) x in float32
+        # drifted up to 50 ulps outside them when 1 - a^m is small). Without a filter y is 0: exactly x.
+        xp.sub(x, state, scratch)  # (x is read first: it may be `data`)
+        xp.mul(scratch, gain, scratch)
+        xp.add(state, scratch, data)
         xp.add(data, xp.mul(noise_draw, step_std, scratch), data)
         if reset_rows is not None:
             xp.select_into(data, reset_rows[:, None], spare)
-        if update is None:  # every component filtered and every step due
-            xp.copy(state, data)
-        else:  # only where filtered and due: a component without a filter keeps y = 0
-            xp.select_into(state, update, data)
+        xp.select_into(state, update, data)  # only where filtered (and due): without a filter y stays 0
         x = data
     elif noise_draw is not None:
         xp.add(x, xp.mul(noise_draw, noise_std, scratch), data)
@@ -310,7 +310,9 @@ class HardwareImperfections:
             model_args = (
                 m.scale,
                 (g.state, self.markov_draw, g.phi, g.drive, g.sigma) if markov else None,
-                (f.state, f.decay, f.gain, f.step_std, f.start_std, f.update, f.spare) if lowpass else None,
+                (f.state, f.gain, f.step_std, f.start_std, f.update if f.follows_due else f.active, f.spare)
+                if lowpass
+                else None,
             )
             self.model_args = tuple(
                 tuple(map(array, a)) if isinstance(a, tuple) else array(a) for a in model_args

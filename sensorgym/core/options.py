@@ -396,6 +396,11 @@ class SimpleSensorOptions(SensorOptions):
         "scale_factor",
         "bandwidth",
     )
+    #: the terms that add an unbounded random value: a component with one of them non-zero has no bounds
+    #: (the observation space of its measured reading is unbounded there)
+    unbounded_terms: ClassVar[tuple[str, ...]] = (
+        "noise", "noise_density", "random_walk", "random_walk_density", "bias_instability",
+    )  # fmt: skip
     #: imperfections that must be >= 0 (bias and scale_factor may be negative)
     _non_negative: ClassVar[tuple[str, ...]] = (
         "noise", "random_walk", "resolution", "noise_density", "random_walk_density", "bias_instability",

@@ -69,6 +69,10 @@ class TORCH:
         return torch.add(a, b, out=out)
 
     @staticmethod
+    def sub(a: Any, b: Any, out: Any) -> Any:
+        return torch.sub(a, b, out=out)
+
+    @staticmethod
     def mul(a: Any, b: Any, out: Any) -> Any:
         return torch.mul(a, b, out=out)
 
@@ -178,6 +182,7 @@ class NUMPY:
     #: ``dst[...] = src`` (casting) returning nothing, as one C call (the stages' copies)
     copyto = functools.partial(np.copyto, casting="unsafe")
     add = np.add
+    sub = np.subtract
     mul = np.multiply
     div = np.divide
 

@@ -65,37 +65,45 @@ def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, 
 
 
 def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Widen GT bounds by what the imperfections and the padding can add (per component)."""
+    """Widen GT bounds by what the imperfections and the padding can add (per component), in their order
+    (SPEC 5.1): the scale factor multiplies, a random term (``SimpleSensorOptions.unbounded_terms``) makes
+    the component unbounded, the filter keeps a noise-free value between its inputs, the bias adds and the
+    resolution rounds by up to half a step."""
     lo, hi = lo.copy(), hi.copy()
     options = sensor.options
     dtype = type(sensor)._get_cache_dtype()
     same_space = sensor.cache_slice.stop - sensor.cache_slice.start == lo.size
     if isinstance(options, SimpleSensorOptions) and dtype.is_floating_point and same_space:
 
-        def per_comp(value: Any) -> list[tuple[float, float]]:
+        def per_comp(name: str) -> list[tuple[float, float]]:
+            value = getattr(options, name)
             vals = value if isinstance(value, tuple) else (value,)
             vals = vals * lo.size if len(vals) == 1 else vals
             return [bounds_of(v) for v in vals]
 
-        for i, ((_, n_hi), (_, w_hi), (b_lo, b_hi), (_, r_hi)) in enumerate(
-            zip(
-                per_comp(options.noise),
-                per_comp(options.random_walk),
-                per_comp(options.bias),
-                per_comp(options.resolution),
-                strict=True,
-            )
-        ):
-            if n_hi > 0 or w_hi > 0 or not (math.isfinite(b_lo) and math.isfinite(b_hi)):
+        unbounded = np.zeros(lo.size, bool)
+        for name in options.unbounded_terms:
+            unbounded |= np.array([b != (0.0, 0.0) for b in per_comp(name)])
+        gains = np.array([(1 + k_lo, 1 + k_hi) for k_lo, k_hi in per_comp("scale_factor")])
+        biases = np.array(per_comp("bias"))
+        steps = np.array([r_hi for _, r_hi in per_comp("resolution")])
+        filtered = np.array([f_hi > 0 for _, f_hi in per_comp("bandwidth")])
+        for i in range(lo.size):
+            b_lo, b_hi = biases[i]
+            if unbounded[i] or not (math.isfinite(b_lo) and math.isfinite(b_hi)):
                 lo[i], hi[i] = -np.inf, np.inf
                 continue
-            # the pipeline computes in float32: each add, divide, round and multiply may move the reading
-            # by an ulp of its operands, so widen by a few ulps of the largest of them
-            arithmetic = b_lo != 0 or b_hi != 0 or r_hi > 0
-            slack = 8 * _EPS32 * (max(abs(lo[i]), abs(hi[i])) + max(abs(b_lo), abs(b_hi)) + r_hi)
+            scaled = gains[i] != 1.0
+            if scaled.any():  # x (1 + k): the extremes are at the ends of both ranges
+                products = np.outer([lo[i], hi[i]], gains[i])
+                lo[i], hi[i] = np.nanmin(products), np.nanmax(products)
+            # the pipeline computes in float32: each multiply, filter step, add, divide, round and multiply
+            # may move the reading by an ulp of its operands, so widen by a few ulps of the largest of them
+            arithmetic = scaled.any() or filtered[i] or b_lo != 0 or b_hi != 0 or steps[i] > 0
+            slack = 8 * _EPS32 * (max(abs(lo[i]), abs(hi[i])) + max(abs(b_lo), abs(b_hi)) + steps[i])
             slack = slack if arithmetic else 0.0
-            lo[i] += b_lo - r_hi / 2 - slack
-            hi[i] += b_hi + r_hi / 2 + slack
+            lo[i] += b_lo - steps[i] / 2 - slack
+            hi[i] += b_hi + steps[i] / 2 + slack
     if options.padding_type == "zero":
         lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
     return lo, hi
