@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from .delay_law import JITTER_CEIL_TOLERANCE, delay_steps, jitter_extra_steps, seconds_to_steps
-from .options import SimpleSensorOptions, bounds_of
+from .options import SimpleSensorOptions, _can_be_nonzero, _per_component, bounds_of
 from .randomization import Distribution
 from .xp import TORCH, Binding
 
@@ -552,12 +552,19 @@ class ParameterTable:
         sl = s.cache_slice
         v = self._as_values(s, name, value, (len(rows), sl.stop - sl.start), target.dtype)
         density = f"{name}_density"
-        if density in self.model_fields and bool(((v != 0) & (self._param(density)[rows, sl] != 0)).any()):
-            raise ValueError(
-                f"{type(s).__name__}.set_{name}({value!r}): sensor {s.name!r} has {density} on these "
-                f"components, and {name} and {density} are two units of the same error term. Fix: set "
-                f"{name} only on components without {density}, or give {name} in the options instead."
-            )
+        if density in self.model_fields:
+            # what the options constructor refuses: both can be non-zero on a component. The density the
+            # envs drew now is not enough: a distribution that drew 0 draws again at the next reset
+            can = [_can_be_nonzero(c) for c in _per_component(getattr(s.options, density, 0.0))]
+            width = sl.stop - sl.start
+            can_density = torch.tensor(can * width if len(can) == 1 else can, device=v.device)
+            if bool(((v != 0) & can_density).any()):
+                raise ValueError(
+                    f"{type(s).__name__}.set_{name}({value!r}): sensor {s.name!r} has "
+                    f"{density}={getattr(s.options, density)!r} on these components, and {name} and "
+                    f"{density} are two units of the same error term. Fix: set {name} only on components "
+                    f"whose {density} is 0 in the options, or give {name} in the options instead."
+                )
         target[rows, sl] = v
         components = self.components
         if bool((v != 0).any()):
