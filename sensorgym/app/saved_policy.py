@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,54 @@ import numpy as np
 
 from .config import UserError
 
-__all__ = ["SavedPolicy", "check_run_dir", "policy_input_differences"]
+__all__ = ["SavedPolicy", "check_run_dir", "policy_input_differences", "read_run_file"]
+
+
+def read_run_file(run_dir: Path, name: str, load: Callable[[Path], Any]) -> Any:
+    """``load(run_dir / name)``, or one :class:`~sensorgym.app.config.UserError` naming the file, what is
+    wrong with it and the fix, where the file is empty, truncated or damaged (a copy cut short, a full
+    disk while it was written). Which exception a damaged file raises depends on the loader and where the
+    file was cut (SB3's ValueError or AssertionError, pickle's EOFError or UnpicklingError, json's
+    ValueError, zipfile's BadZipFile), so any failure to load an existing file is reported so, with the
+    loader's own words kept in the message.
+
+    Example:
+        >>> import json, tempfile
+        >>> run = Path(tempfile.mkdtemp())
+        >>> _ = (run / "result.json").write_text('{"eval_')
+        >>> try:
+        ...     read_run_file(run, "result.json", lambda p: json.loads(p.read_text()))
+        ... except UserError as e:
+        ...     str(e).split(" (")[0].endswith("result.json cannot be read"), "Fix: restore" in str(e)
+        (True, True)
+    """
+    path = run_dir / name
+    try:
+        return load(path)
+    except UserError:
+        raise
+    except PermissionError:
+        raise UserError(
+            f"{path} cannot be read: permission denied. Fix: make it readable (chmod u+r)."
+        ) from None
+    except Exception as e:
+        try:
+            empty = path.stat().st_size == 0
+        except OSError:
+            empty = False
+        what = (
+            "is empty (0 bytes)"
+            if empty
+            else f"cannot be read ({type(e).__name__}: {e}): it is truncated or damaged"
+        )
+        if name == "config.json":
+            again = f"sensorgym train --config YOUR_CONFIG --out {run_dir} --force"
+        else:
+            again = f"sensorgym train --config {run_dir / 'config.json'} --out {run_dir} --force"
+        raise UserError(
+            f"{path} {what}. Fix: restore it from a copy, or train the run again: {again} (what the folder "
+            "holds is moved aside, not deleted)."
+        ) from None
 
 
 def check_run_dir(run_dir: Path, flag: str) -> Path:
@@ -147,11 +195,13 @@ class SavedPolicy:
 
         run_dir = Path(run_dir)
         self.run_dir, self.config_name = run_dir, config_name
-        self.model = PPO.load(run_dir / "model.zip", device="cpu")
+        self.model = read_run_file(run_dir, "model.zip", lambda p: PPO.load(p, device="cpu"))
         self.vecnormalize: Any = None
         if (run_dir / "vecnormalize.pkl").exists():
-            with open(run_dir / "vecnormalize.pkl", "rb") as f:
-                self.vecnormalize = pickle.load(f)  # its statistics only: normalize_obs needs no env
+            # its statistics only: normalize_obs needs no env
+            self.vecnormalize = read_run_file(
+                run_dir, "vecnormalize.pkl", lambda p: pickle.loads(p.read_bytes())
+            )
 
     def predict(self, obs: dict, deterministic: bool = True) -> tuple[np.ndarray, Any]:
         spaces = self.model.observation_space

@@ -894,12 +894,15 @@ def evaluate_saved(
     from stable_baselines3.common.vec_env import VecNormalize
 
     from .config import UserError, parse_config
-    from .saved_policy import check_run_dir
+    from .saved_policy import check_run_dir, read_run_file
 
     run_dir = Path(run_dir)
     check_run_dir(run_dir, "run directory")  # a file, nothing there, or an interrupted run: the fix
-    trained = parse_config(json.loads((run_dir / "config.json").read_text()))
-    saved = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
+    # a damaged run file (empty, cut short) is one line naming it, not the loader's traceback
+    trained = read_run_file(run_dir, "config.json", lambda p: parse_config(json.loads(p.read_text())))
+    saved = {}
+    if (run_dir / "result.json").exists():
+        saved = read_run_file(run_dir, "result.json", lambda p: json.loads(p.read_text()))
     if cfg is not None:
         from .saved_policy import policy_input_differences
 
@@ -923,7 +926,11 @@ def evaluate_saved(
         vectorization_mode=cfg.env.vectorization,
         **config_env_kwargs(cfg),
     )
-    model = PPO.load(run_dir / "model.zip", device="cpu")
+    try:
+        model = read_run_file(run_dir, "model.zip", lambda p: PPO.load(p, device="cpu"))
+    except UserError:
+        env.close()
+        raise
     want, got = model.observation_space["policy"].shape, env.observation_space["policy"].shape
     if want != got:
         env.close()
@@ -936,7 +943,11 @@ def evaluate_saved(
     if model.observation_space["critic"].shape != env.observation_space["critic"].shape:
         env = _BlankCritic(env, model.observation_space["critic"])  # the actor never reads it
     if (run_dir / "vecnormalize.pkl").exists():
-        env = VecNormalize.load(str(run_dir / "vecnormalize.pkl"), env)
+        try:
+            env = read_run_file(run_dir, "vecnormalize.pkl", lambda p: VecNormalize.load(str(p), env))
+        except UserError:
+            env.close()
+            raise
         env.training, env.norm_reward = False, False
     returns = evaluate(model, env, episodes)
     env.close()
