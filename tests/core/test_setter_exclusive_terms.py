@@ -26,7 +26,7 @@ def _manager(**options):
 def test_a_density_that_can_be_non_zero_refuses_the_per_step_twin(density, setter):
     with pytest.raises(ValueError, match="both non-zero"):  # the constructor's rule
         sg.StateSensorOptions(key="x", shape=(2,), **{density: sg.Choice([0.0, 0.01]), setter[4:]: 0.5})
-    mgr, sensor = _manager(**{density: sg.Choice([0.0, 0.01])})
+    _, sensor = _manager(**{density: sg.Choice([0.0, 0.01])})
     drew_zero = (sensor.read_randomization()[density][:, 0] == 0).nonzero().flatten()
     assert 0 < len(drew_zero) < 64  # some envs drew 0 now
     with pytest.raises(ValueError, match=rf"{density}=Choice.*Fix: set {setter[4:]} only on components"):
