@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ __all__ = [
     "SimpleSensorOptions",
     "TimeValue",
     "check_seconds",
+    "did_you_mean",
     "option_error",
 ]
 
@@ -48,6 +50,15 @@ NAN_POLICIES = ("propagate", "raise", "hold")
 def option_error(owner: str, name: str, value: Any, why: str, fix: str) -> ValueError:
     """Build the uniform error message: field, value, reason and fix."""
     return ValueError(f"{owner}.{name}={value!r} is invalid: {why}. Fix: {fix}.")
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """``"did you mean 'obs'? "`` for the known name closest to ``name`` (a close spelling, or one the other
+    begins with: ``"observation"`` -> ``'obs'``), else ``""``; the start of a message's fix."""
+    name = str(name)
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    close = close or [k for k in known if k and (name.startswith(k) or k.startswith(name))][:1]
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def bounds_of(value: float | Distribution) -> tuple[float, float]:

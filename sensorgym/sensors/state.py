@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core.options import SimpleSensorOptions
+from ..core.options import SimpleSensorOptions, did_you_mean
 from ..core.sensor import SimpleSensor
 from ..core.values import as_int
 
@@ -88,7 +88,7 @@ def _entry(state: Any, key: str, sensor: str) -> Any:
     if key not in state:
         raise ValueError(
             f"sensor {sensor!r}: state has no key {key!r} (keys: {sorted(state)}). Fix: "
-            "put it into the state mapping or change StateSensorOptions.key."
+            f"{did_you_mean(key, list(state))}put it into the state mapping or change StateSensorOptions.key."
         )
     return state[key]
 
@@ -216,9 +216,16 @@ class StateSensor(SimpleSensor):
             inferred = self._state_shape
         if o.shape is not None:
             if inferred is not None and math.prod(inferred) != math.prod(o.shape):
+                picked = (
+                    f"index={list(o.index)} picks {math.prod(inferred)} of the values of state[{o.key!r}] "
+                    f"(per-env shape {self._state_shape}), so one reading has shape {inferred}"
+                    if o.index is not None
+                    else f"state[{o.key!r}] has per-env shape {inferred}"
+                )
                 raise ValueError(
-                    f"sensor {self.name!r}: shape={o.shape} does not match "
-                    f"state[{o.key!r}] (per-env shape {inferred})."
+                    f"sensor {self.name!r}: shape={o.shape} does not match: {picked}; `shape` is the shape "
+                    f"of one reading, after `index`. Fix: pass shape={inferred} or leave shape out (it is "
+                    "inferred from the state)."
                 )
             self._shape = o.shape
         elif inferred is not None:
@@ -265,7 +272,9 @@ class StateSensor(SimpleSensor):
             if width != s._width:
                 raise ValueError(
                     f"sensor {s.name!r}: state[{o.key!r}] has {width} values per env "
-                    f"after index selection; the sensor's shape {s._shape} needs {s._width}."
+                    f"after index selection; the sensor's shape {s._shape} needs {s._width}. Fix: hand over "
+                    f"state[{o.key!r}] with the shape it had at build, (num_envs, *{tuple(shape[1:])}) now, "
+                    "or give the sensor the shape of the new entry."
                 )
             if sig[1] is not None:
                 passed[s.name] = sig

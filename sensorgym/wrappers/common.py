@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from ..core.manager import SensorManager
-from ..core.options import SensorOptions
+from ..core.options import SensorOptions, did_you_mean
 from ..core.sensor import Sensor
 from ..core.values import as_real
 from ..sensors.state import StateSensorOptions
@@ -238,9 +238,11 @@ def template_state(sensors: Mapping[str, Sensor], obs_space: gym.Space, num_envs
         if not isinstance(options, StateSensorOptions) or options.key in observed:
             continue
         if options.shape is None:
+            hint = did_you_mean(options.key, sorted(observed))
             raise ValueError(
-                f"sensor {name!r} reads state[{options.key!r}], which is not part of the observation, and "
-                "its shape is unknown before the first reset. Fix: give its shape, e.g. "
+                f"sensor {name!r} reads state[{options.key!r}], which is not part of the observation "
+                f"(keys {sorted(observed)}), and its shape is unknown before the first reset. Fix: {hint}"
+                f"{'or, ' if hint else ''}if it is an info entry, give its shape, e.g. "
                 f"{type(options).__name__}(key={options.key!r}, shape=(3,), ...)."
             )
         if options.index is None:
