@@ -119,7 +119,9 @@ def refused(match: str, source=None, error=ValueError, **kwargs) -> str:
 def test_an_unknown_key_is_named():
     refused(r"has the key 'gyroscope_noise_densty', which is not part of a Kalibr IMU noise model",
             {**NOISE_KEYS, "gyroscope_noise_densty": 1e-4})  # fmt: skip
-    refused(r"has the key 'T_i_b'", {**NOISE_KEYS, "T_i_b": [[1, 0], [0, 1]]})
+    refused(r"has the key 'T_ib'", {**NOISE_KEYS, "T_ib": [[1, 0], [0, 1]]})  # Kalibr's is T_i_b
+    refused(r"the Kalibr mapping, block imu0 has the key 'gyro_noise'",
+            {"imu0": {**NOISE_KEYS, "gyro_noise": 1e-4}})  # fmt: skip
 
 
 @pytest.mark.parametrize("key", list(NOISE_KEYS))
@@ -235,3 +237,179 @@ def test_without_pyyaml_a_path_names_the_package_and_a_mapping_still_works(monke
     assert o.to_kalibr() == NOISE_KEYS
     with pytest.raises(ImportError, match=r"pip install pyyaml"):
         o.to_kalibr(euroc.parent / "out.yaml")
+
+
+# What kalibr_calibrate_imu_camera writes (imu-<bag>.yaml): one block per IMU with the calibration it made
+# (T_i_b: pose against imu0, time_offset, model; the scale-misalignment model adds its matrices). The
+# values are this test's own, in that layout.
+KALIBR_RESULT = """\
+imu0:
+  T_i_b:
+  - [1.0, 0.0, 0.0, 0.0]
+  - [0.0, 1.0, 0.0, 0.0]
+  - [0.0, 0.0, 1.0, 0.0]
+  - [0.0, 0.0, 0.0, 1.0]
+  accelerometer_noise_density: 0.0028
+  accelerometer_random_walk: 0.00086
+  gyroscope_noise_density: 0.00016
+  gyroscope_random_walk: 2.2e-05
+  model: calibrated
+  rostopic: /imu0
+  time_offset: 0.0
+  update_rate: 200.0
+imu1:
+  T_i_b:
+  - [0.0, -1.0, 0.0, 0.02]
+  - [1.0, 0.0, 0.0, -0.01]
+  - [0.0, 0.0, 1.0, 0.0]
+  - [0.0, 0.0, 0.0, 1.0]
+  accelerometer_noise_density: 0.0012
+  accelerometer_random_walk: 0.0004
+  accelerometers:
+    M:
+    - [1.001, 0.0, 0.0]
+    - [0.002, 0.998, 0.0]
+    - [-0.001, 0.003, 1.002]
+  gyroscope_noise_density: 8.0e-05
+  gyroscope_random_walk: 4.0e-06
+  gyroscopes:
+    A:
+    - [0.0, 0.0, 0.0]
+    - [0.0, 0.0, 0.0]
+    - [0.0, 0.0, 0.0]
+    C_gyro_i:
+    - [1.0, 0.0, 0.0]
+    - [0.0, 1.0, 0.0]
+    - [0.0, 0.0, 1.0]
+    M:
+    - [0.999, 0.0, 0.0]
+    - [0.001, 1.001, 0.0]
+    - [0.0, -0.002, 1.0]
+  model: scale-misalignment
+  rostopic: /imu1
+  time_offset: -0.0012
+  update_rate: 400.0
+"""
+# OpenVINS's kalibr_imu_chain.yaml: the same block behind OpenCV's header, with OpenVINS's intrinsics
+OPENVINS_CHAIN = """\
+%YAML:1.0 # OpenCV's FileStorage header
+
+imu0:
+  T_i_b:
+    - [1.0, 0.0, 0.0, 0.0]
+    - [0.0, 1.0, 0.0, 0.0]
+    - [0.0, 0.0, 1.0, 0.0]
+    - [0.0, 0.0, 0.0, 1.0]
+  accelerometer_noise_density: 2.0000e-3  # [ m / s^2 / sqrt(Hz) ]
+  accelerometer_random_walk: 3.0000e-3    # [ m / s^3 / sqrt(Hz) ]
+  gyroscope_noise_density: 1.6968e-04     # [ rad / s / sqrt(Hz) ]
+  gyroscope_random_walk: 1.9393e-05       # [ rad / s^2 / sqrt(Hz) ]
+  rostopic: /imu0
+  time_offset: 0.0
+  update_rate: 200.0
+  model: "kalibr"
+  Tw:
+    - [ 1.0, 0.0, 0.0 ]
+    - [ 0.0, 1.0, 0.0 ]
+    - [ 0.0, 0.0, 1.0 ]
+  R_IMUtoGYRO:
+    - [ 1.0, 0.0, 0.0 ]
+    - [ 0.0, 1.0, 0.0 ]
+    - [ 0.0, 0.0, 1.0 ]
+  Ta:
+    - [ 1.0, 0.0, 0.0 ]
+    - [ 0.0, 1.0, 0.0 ]
+    - [ 0.0, 0.0, 1.0 ]
+  R_IMUtoACC:
+    - [ 1.0, 0.0, 0.0 ]
+    - [ 0.0, 1.0, 0.0 ]
+    - [ 0.0, 0.0, 1.0 ]
+  Tg:
+    - [ 0.0, 0.0, 0.0 ]
+    - [ 0.0, 0.0, 0.0 ]
+    - [ 0.0, 0.0, 0.0 ]
+"""
+
+
+def test_kalibr_calibration_output_gives_imu0_or_the_block_named(tmp_path):
+    path = tmp_path / "imu-calibration.yaml"
+    path.write_text(KALIBR_RESULT)
+    o = sg.IMUOptions.from_kalibr(path, body="torso")  # imu0, Kalibr's reference IMU
+    assert o.to_kalibr() == {
+        "accelerometer_noise_density": 0.0028,
+        "accelerometer_random_walk": 0.00086,
+        "gyroscope_noise_density": 0.00016,
+        "gyroscope_random_walk": 2.2e-05,
+        "update_rate": 200.0,
+    }
+    o1 = sg.IMUOptions.from_kalibr(path, imu="imu1", body="torso")  # its matrices are read past
+    assert o1.update_period == 1.0 / 400.0 and o1.gyro_noise_density == 8.0e-05
+    assert o1.acc_random_walk_density == 4.0e-4 and o1.scale_factor == 0.0
+    assert sg.IMUOptions.from_kalibr(yaml.safe_load(KALIBR_RESULT), imu="imu1", body="torso") == o1
+
+
+def test_an_opencv_yaml_header_is_read_past(tmp_path):
+    path = tmp_path / "kalibr_imu_chain.yaml"
+    path.write_text(OPENVINS_CHAIN)
+    o = sg.IMUOptions.from_kalibr(path, body="torso")
+    assert o.to_kalibr() == NOISE_KEYS  # EuRoC's ADIS16448, as in the flat file
+    flat = tmp_path / "imu.yaml"
+    flat.write_text("%YAML:1.0\n---\n" + EUROC)  # the header over a flat file too (with a document start)
+    assert sg.IMUOptions.from_kalibr(flat, body="torso") == o
+
+
+@pytest.mark.parametrize("key", ["rostopic", "time_offset", "T_i_b", "model", "accelerometers", "gyroscopes",
+                                 "Tw", "R_IMUtoGYRO", "Ta", "R_IMUtoACC", "Tg"])  # fmt: skip
+def test_every_calibration_key_is_read_past_in_either_layout(key):
+    value = [[1.0, 0.0], [0.0, 1.0]]
+    flat = sg.IMUOptions.from_kalibr({**NOISE_KEYS, key: value}, body="b")
+    nested = sg.IMUOptions.from_kalibr({"imu0": {**NOISE_KEYS, key: value}}, body="b")
+    assert flat == nested == sg.IMUOptions.from_kalibr(NOISE_KEYS, body="b")
+
+
+def test_a_nested_file_names_its_block_in_messages(tmp_path):
+    path = tmp_path / "imu-calibration.yaml"
+    path.write_text(KALIBR_RESULT.replace("  update_rate: 400.0\n", ""))
+    refused(r"imu-calibration\.yaml', block imu1 has no 'update_rate'\. Fix: add it", path, imu="imu1")
+    refused(r"the keyword update_period=0\.01 contradicts .*block imu0's update_rate: 200\.0", path,
+            update_period=0.01)  # fmt: skip
+
+
+def test_which_block_and_which_file_are_one_line_each(tmp_path):
+    nested = yaml.safe_load(KALIBR_RESULT)
+    refused(r"from_kalibr\(imu='imu2'\): .* has the IMU blocks \['imu0', 'imu1'\]\. Fix: pass one of them",
+            nested, imu="imu2")  # fmt: skip
+    refused(r"from_kalibr\(imu='imu0'\): .* describes one IMU .*Fix: drop imu=", NOISE_KEYS, imu="imu0")
+    refused(r"has IMU blocks \['imu0', 'imu1'\] and also the top-level key 'update_rate'",
+            {**nested, "update_rate": 200.0})  # fmt: skip
+    refused(r"block imu0 holds list, not the IMU's keys", {"imu0": [1, 2]})
+    camchain = {"cam0": {"camera_model": "pinhole", "T_cam_imu": [[1.0]], "rostopic": "/cam0/image_raw"}}
+    refused(r"is a Kalibr camera chain \(\['cam0'\]\), which holds no IMU noise model\. Fix: pass the IMU's",
+            camchain)  # fmt: skip
+    assert sg.IMUOptions.from_kalibr({**nested, **camchain}, body="b").gyro_noise_density == 0.00016
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        (
+            "%YAML:1.0\nimu0:\n  update_rate: [200.0\n",
+            r"is not valid YAML at line 4, column 1: .*Fix: correct",
+        ),
+        (
+            "accelerometer_noise_density: 2.0e-3\n  gyroscope_noise_density: 1e-4\n",
+            r"is not valid YAML at line 2",
+        ),
+        ("%TAG:1.0\nimu0: 1\n", r"is not valid YAML at line 1"),
+    ],
+)
+def test_a_file_that_is_not_yaml_is_one_line(tmp_path, text, match):
+    path = tmp_path / "imu.yaml"
+    path.write_text(text)
+    assert "\n" not in refused(match, path)
+
+
+def test_a_binary_file_is_one_line(tmp_path):
+    path = tmp_path / "imu.yaml"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    assert "\n" not in refused(r"imu\.yaml' is not a text file \(byte 0 is 0x89\)", path)

@@ -54,6 +54,7 @@ from .base import (
     state_key,
 )
 from .geometry import euler_to_matrix
+from .kalibr import KALIBR_NOT_NOISE, _yaml, kalibr_table
 
 __all__ = [
     "IMUOptions",
@@ -487,7 +488,9 @@ class IMUOptions(MujocoSensorOptions):
 
     # -- Kalibr ------------------------------------------------------------------------------------------
     @classmethod
-    def from_kalibr(cls, source: str | os.PathLike | Mapping[str, Any], **kwargs: Any) -> IMUOptions:
+    def from_kalibr(
+        cls, source: str | os.PathLike | Mapping[str, Any], *, imu: str | None = None, **kwargs: Any
+    ) -> IMUOptions:
         """Options of the IMU described by a Kalibr ``imu.yaml`` (a path, or the already parsed mapping).
 
         ``accelerometer_noise_density``/``gyroscope_noise_density`` become ``acc_``/``gyro_noise_density``,
@@ -495,9 +498,14 @@ class IMUOptions(MujocoSensorOptions):
         and ``update_rate`` becomes ``update_period = 1 / update_rate`` (Kalibr's convention: the
         per-sample std is ``noise_density * sqrt(update_rate)``, docs/error_model.md). ``kwargs`` set the
         rest (``body`` is required: the file does not say where the IMU is). The keys Kalibr uses for
-        other things than noise (``rostopic``, ``time_offset``) are ignored; any other key, a missing one, a
-        value that is not a number ``>= 0`` (``update_rate > 0``), or a keyword that contradicts the file
-        is a ``ValueError`` naming it. Reading a path needs PyYAML (``pip install pyyaml``).
+        other things than noise are ignored (``rostopic``, ``time_offset``; in the ``imu-*.yaml``
+        ``kalibr_calibrate_imu_camera`` writes, ``T_i_b``, ``model`` and its ``accelerometers`` /
+        ``gyroscopes`` matrices; OpenVINS's ``Tw``, ``R_IMUtoGYRO``, ``Ta``, ``R_IMUtoACC``, ``Tg``); any
+        other key, a missing one, a value that is not a number ``>= 0`` (``update_rate > 0``), or a keyword
+        that contradicts the file is a ``ValueError`` naming it. A file of IMU blocks (``imu0:``,
+        ``imu1:``, ...: Kalibr's results, OpenVINS's ``kalibr_imu_chain.yaml``) gives the block ``imu``
+        names, by default ``imu0`` (Kalibr's reference IMU); OpenCV's ``%YAML:1.0`` header is read past
+        (:mod:`sensorgym.sensors.mujoco.kalibr`). Reading a path needs PyYAML (``pip install pyyaml``).
 
         Example:
             >>> import sensorgym as sg
@@ -510,7 +518,7 @@ class IMUOptions(MujocoSensorOptions):
             >>> o.to_kalibr(rostopic="/imu0") == euroc
             True
         """
-        table, where = _kalibr_table(source)
+        table, where = kalibr_table(source, imu)
         read = (*KALIBR_KEYS, "update_rate")
         unknown = [k for k in table if k not in read and k not in KALIBR_IGNORED]
         if unknown:
@@ -643,37 +651,7 @@ KALIBR_KEYS = {
     "gyroscope_random_walk": ("gyro", "random_walk_density"),
 }
 #: Kalibr keys about other things than noise: read past
-KALIBR_IGNORED = ("rostopic", "time_offset")
-
-
-def _yaml() -> Any:
-    try:
-        import yaml
-    except ImportError:
-        raise ImportError(
-            "IMUOptions.from_kalibr/to_kalibr read and write YAML files with PyYAML, which is not "
-            "installed. Fix: pip install pyyaml"
-        ) from None
-    return yaml
-
-
-def _kalibr_table(source: Any) -> tuple[Mapping[str, Any], str]:
-    """``(the mapping, how to name it in a message)`` of a Kalibr file given as a path or a mapping."""
-    if isinstance(source, Mapping):
-        return source, "the Kalibr mapping"
-    if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(
-            f"IMUOptions.from_kalibr(source={source!r}): expected the path of a Kalibr imu.yaml or its "
-            "parsed mapping. Fix: pass e.g. from_kalibr('imu.yaml', body='torso')."
-        )
-    with open(source) as f:
-        table = _yaml().safe_load(f)
-    if not isinstance(table, Mapping):
-        raise ValueError(
-            f"IMUOptions.from_kalibr: {os.fspath(source)!r} holds {type(table).__name__}, not a mapping of "
-            "keys to values. Fix: pass a Kalibr imu.yaml (accelerometer_noise_density: ..., ...)."
-        )
-    return table, repr(os.fspath(source))
+KALIBR_IGNORED = KALIBR_NOT_NOISE
 
 
 def _kalibr_number(value: Any, key: str, where: str, *, positive: bool) -> float:
