@@ -95,7 +95,7 @@ class LowpassFilter:
     masks and scratch of its update, ``(B, cols)`` each. A class's :class:`ErrorModel` holds one
     (``lowpass``) when some sensor of it can have a bandwidth.
 
-    Per step the kernel computes ``y + gain * (x - y) + step_std * w`` (``gain = 1 - a^m``: SPEC's
+    Per step the kernel computes ``y + gain * (x - y) + step_std * w`` (``gain = 1 - a^m``: the specified
     ``a^m y + (1 - a^m) x`` in a form whose float rounding keeps a noise-free output between ``y`` and
     ``x``) and stores it into ``state`` where :attr:`update` is set (else where :attr:`active` is), and at
     a reset restarts it at ``x + start_std * w`` (built in :attr:`spare`). A component without a filter

@@ -106,9 +106,9 @@ def imperfection_kernel(
         state, gain, step_std, start_std, update, spare = lowpass
         if reset_rows is not None:  # the filter starts at the reset sample, at its stationary spread
             xp.add(x, xp.mul(noise_draw, start_std, scratch), spare)
-        # y + (1 - a^m) (x - y), SPEC's a^m y + (1 - a^m) x written so that float rounding keeps the output
-        # between y and x: a reading of a bounded input stays in its bounds (a^m y + (1 - a^m) x in float32
-        # drifted up to 50 ulps outside them when 1 - a^m is small). Without a filter y is 0: exactly x.
+        # y + (1 - a^m) (x - y): the specified a^m y + (1 - a^m) x, written so that float rounding keeps
+        # the output between y and x: a reading of a bounded input stays in its bounds (a^m y + (1 - a^m) x
+        # in float32 drifted up to 50 ulps outside them when 1 - a^m is small). Without a filter y is 0.
         xp.sub(x, state, scratch)  # (x is read first: it may be `data`)
         xp.mul(scratch, gain, scratch)
         xp.add(state, scratch, data)

@@ -43,20 +43,94 @@ __all__ = [
 ]
 
 
-def _sensor_wrapper(env: Any) -> Any:
-    """The :class:`~sensorgym.wrappers.SensorObservation` inside an SB3 env stack (or ``None``)."""
+def _stack(env: Any) -> list[Any]:
+    """The env stack from the top down to the :class:`~sensorgym.wrappers.SensorObservation`, inclusive:
+    SB3's ``VecEnvWrapper``s and ``SB3VecEnv`` (their ``venv``), then Gymnasium's vector wrappers (their
+    ``env``), e.g. ``VecMonitor(VecNormalize(SB3VecEnv(RecordEpisodeStatistics(SensorObservation(...)))))``.
+    One line naming the stack when it holds no sensor wrapper."""
+    from gymnasium.vector import VectorWrapper
+
     from ..wrappers.vector import SensorObservation
 
-    node = env
-    while node is not None and not isinstance(node, SensorObservation):
-        node = getattr(node, "venv", None)
-    return node
+    nodes, node = [], env
+    while node is not None:
+        nodes.append(node)
+        if isinstance(node, SensorObservation):
+            return nodes
+        node = getattr(node, "venv", None) or (node.env if isinstance(node, VectorWrapper) else None)
+    raise ValueError(
+        f"the env stack {' -> '.join(type(n).__name__ for n in nodes)} holds no SensorObservation, whose "
+        "state a checkpoint saves. Fix: pass the SB3VecEnv over a sensorgym SensorObservation (or a "
+        "wrapper stack above one)."
+    )
+
+
+def _vec_normalize(nodes: list[Any]) -> Any:
+    """The ``VecNormalize`` of the stack (its statistics are ``vecnormalize.pkl``), or None."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    return next((n for n in nodes if isinstance(n, VecNormalize)), None)
+
+
+#: attributes of a wrapper that are not its state: the wrapped env, and SB3's monitor's open log writer
+_NOT_STATE = ("env", "venv", "class_attributes", "results_writer")
+
+
+def _wrapper_states(nodes: list[Any]) -> list[tuple[str, Any]]:
+    """``(class name, state)`` of every wrapper between the top and the sensor wrapper (its own
+    ``state_dict()`` when it has one, e.g. ``ActionLatency``; else its attributes, e.g.
+    ``RecordEpisodeStatistics``' episode counters or ``VecMonitor``'s returns), without ``VecNormalize``
+    (``vecnormalize.pkl``) and the adapter; a wrapper whose state does not pickle is refused in one line."""
+    import copy
+    import pickle
+
+    from .sb3 import SB3VecEnv
+
+    vec_normalize = _vec_normalize(nodes)
+    states = []
+    for node in nodes[:-1]:
+        if node is vec_normalize or isinstance(node, SB3VecEnv):
+            continue
+        if callable(getattr(node, "state_dict", None)):
+            state = node.state_dict()
+        else:
+            state = {k: copy.deepcopy(v) for k, v in vars(node).items() if k not in _NOT_STATE}
+        try:
+            pickle.dumps(state)
+        except Exception as e:
+            raise ValueError(
+                f"cannot checkpoint the {type(node).__name__} of the env stack: its state does not pickle "
+                f"({e}). Fix: put it inside the SensorObservation (whose snapshot holds the envs below it), "
+                "or leave it out of a run that must resume."
+            ) from e
+        states.append((type(node).__qualname__, state))
+    return states
+
+
+def _load_wrapper_states(nodes: list[Any], saved: list[tuple[str, Any]], file: Path) -> None:
+    """Put :func:`_wrapper_states` back into the same wrappers of a freshly built stack; a stack with other
+    wrappers is refused, naming both, before anything changes."""
+    from .sb3 import SB3VecEnv
+
+    vec_normalize = _vec_normalize(nodes)
+    here = [n for n in nodes[:-1] if n is not vec_normalize and not isinstance(n, SB3VecEnv)]
+    names = [type(n).__qualname__ for n in here]
+    if names != [name for name, _ in saved]:
+        raise ValueError(
+            f"{file}: the checkpoint's env stack has the wrappers {[name for name, _ in saved]} above the "
+            f"sensors, this env {names}. Fix: build the env with the same wrappers, in the same order."
+        )
+    for node, (_, state) in zip(here, saved, strict=True):
+        if callable(getattr(node, "load_state_dict", None)):
+            node.load_state_dict(state)
+        else:
+            vars(node).update(state)
 
 
 #: checkpoint files written by :func:`save_checkpoint`; the ``.pt`` files hold only tensors and plain data
 CHECKPOINT_SAFE_FILES = ("sensors.pt", "state.pt")
 #: third-party formats that unpickle (run code) when loaded: load them only from a checkpoint you trust
-CHECKPOINT_PICKLE_FILES = ("model.zip", "vecnormalize.pkl", "replay_buffer.pkl", "envs.pkl")
+CHECKPOINT_PICKLE_FILES = ("model.zip", "vecnormalize.pkl", "replay_buffer.pkl", "envs.pkl", "wrappers.pkl")
 
 
 def save_checkpoint(path: str | Path, model: Any, env: Any) -> None:
@@ -71,18 +145,25 @@ def save_checkpoint(path: str | Path, model: Any, env: Any) -> None:
 
     Works for every SB3 algorithm (PPO, A2C, SAC, TD3, ...).
     """
+    import pickle
     import random
 
     path = Path(path)
+    nodes = _stack(env)
+    wrappers = _wrapper_states(nodes)  # refused here, before anything is written, when one does not pickle
     path.mkdir(parents=True, exist_ok=True)
     model.save(path / "model.zip")
-    if hasattr(env, "obs_rms"):
-        env.save(str(path / "vecnormalize.pkl"))
+    vec_normalize = _vec_normalize(nodes)
+    if vec_normalize is not None:
+        vec_normalize.save(str(path / "vecnormalize.pkl"))
     if getattr(model, "replay_buffer", None) is not None:
         model.save_replay_buffer(path / "replay_buffer.pkl")
-    sensors = dict(_sensor_wrapper(env).state_dict(include_envs=True))
+    sensors = dict(nodes[-1].state_dict(include_envs=True))
     (path / "envs.pkl").write_bytes(sensors.pop("envs"))
     torch.save(to_plain(sensors), path / "sensors.pt")
+    (path / "wrappers.pkl").unlink(missing_ok=True)  # a folder reused from another stack
+    if wrappers:
+        (path / "wrappers.pkl").write_bytes(pickle.dumps(wrappers))
     cls = type(model)
     state = {
         "format": 2,
@@ -98,7 +179,7 @@ def save_checkpoint(path: str | Path, model: Any, env: Any) -> None:
         "python_rng": random.getstate(),
         "num_timesteps": model.num_timesteps,
         # VecNormalize does not pickle its running discounted returns (reward normalization state)
-        "vecnormalize_returns": getattr(env, "returns", None),
+        "vecnormalize_returns": getattr(vec_normalize, "returns", None),
     }
     torch.save(to_plain(state), path / "state.pt")
 
@@ -164,9 +245,8 @@ def load_checkpoint(
     ``replay_buffer.pkl`` and ``envs.pkl`` are pickle-based formats (SB3's, Gymnasium envs): loading them
     runs code they contain, so **only load checkpoints you trust**.
     """
+    import pickle
     import random
-
-    from stable_baselines3.common.vec_env import VecNormalize
 
     path = Path(path)
     sensors = _load_plain(path / "sensors.pt")
@@ -181,18 +261,29 @@ def load_checkpoint(
         device = state.get("device", "cpu")
         if str(device).startswith("cuda") and not torch.cuda.is_available():
             device = "cpu"
+    nodes = _stack(env)
+    vec_normalize = _vec_normalize(nodes)
     if (path / "vecnormalize.pkl").exists():
-        env = VecNormalize.load(str(path / "vecnormalize.pkl"), env.venv if hasattr(env, "obs_rms") else env)
+        if vec_normalize is None:
+            raise ValueError(
+                f"{path / 'vecnormalize.pkl'}: the checkpoint normalizes observations, this env has no "
+                "VecNormalize. Fix: wrap the env in VecNormalize as the run did (its statistics are loaded)."
+            )
+        with open(path / "vecnormalize.pkl", "rb") as f:  # into the env's own VecNormalize, where it is
+            saved = vars(pickle.load(f))
+        vars(vec_normalize).update({k: v for k, v in saved.items() if k not in _NOT_STATE})
+    wrappers = pickle.loads((path / "wrappers.pkl").read_bytes()) if (path / "wrappers.pkl").exists() else []
+    _load_wrapper_states(nodes, wrappers, path / "wrappers.pkl")
     if (path / "envs.pkl").exists():
         sensors["envs"] = (path / "envs.pkl").read_bytes()
-    _sensor_wrapper(env).load_state_dict(sensors)
+    nodes[-1].load_state_dict(sensors)
     model = cls.load(
         path / "model.zip", env=env, device=device, force_reset=False, tensorboard_log=tensorboard_log
     )
     if (path / "replay_buffer.pkl").exists() and hasattr(model, "load_replay_buffer"):
         model.load_replay_buffer(path / "replay_buffer.pkl")
-    if state.get("vecnormalize_returns") is not None and hasattr(env, "returns"):
-        env.returns = np.array(state["vecnormalize_returns"], copy=True)
+    if state.get("vecnormalize_returns") is not None and vec_normalize is not None:
+        vec_normalize.returns = np.array(state["vecnormalize_returns"], copy=True)
     model._last_obs = state["last_obs"]
     model._last_episode_starts = state["last_episode_starts"]
     if state.get("last_original_obs") is not None:

@@ -66,9 +66,9 @@ def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, 
 
 def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Widen GT bounds by what the imperfections and the padding can add (per component), in their order
-    (SPEC 5.1): the scale factor multiplies, a random term (``SimpleSensorOptions.unbounded_terms``) makes
-    the component unbounded, the filter keeps a noise-free value between its inputs, the bias adds and the
-    resolution rounds by up to half a step."""
+    (docs/error_model.md): the scale factor multiplies, a random term
+    (``SimpleSensorOptions.unbounded_terms``) makes the component unbounded, the filter keeps a noise-free
+    value between its inputs, the bias adds and the resolution rounds by up to half a step."""
     lo, hi = lo.copy(), hi.copy()
     options = sensor.options
     dtype = type(sensor)._get_cache_dtype()
