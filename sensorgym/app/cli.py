@@ -816,12 +816,11 @@ def _user_message(e: Exception) -> str | None:
     if isinstance(e, (ValueError, TypeError, RuntimeError)) and "Fix:" in str(e):
         return _one_line(e)
     if isinstance(e, OSError) and e.errno in _ENVIRONMENT_ERRNOS:
-        # the machine, not the code: a full disk, a read-only or protected folder, a file in the way
-        where = f" {e.filename}" if e.filename else ""
-        return (
-            f"cannot write{where}: {(e.strerror or str(e)).lower()}. Fix: free space, or choose a writable "
-            "--out that is a folder."
-        )
+        # the machine, not the code: a full disk, a read-only or protected folder, a file in the way; each
+        # with its own fix ("free space" had been the fix for a folder without write permission too)
+        from .outdir import write_error
+
+        return write_error(e.filename or ".", e)
     return None
 
 

@@ -66,10 +66,48 @@ _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQ
 
 
 def _cannot_write(flag: str, path: Path, e: OSError) -> UserError:
-    why = e.strerror or str(e)
-    return UserError(
-        f"{flag} {path}: cannot write there ({why.lower()}). Fix: choose a folder you can write to, e.g. "
-        f"--out {Path.home() / 'sensorgym_outputs'}."
+    return UserError(write_error(path, e, flag, lead=f"{flag} {path}: cannot write there"))
+
+
+def write_error(path: Path | str, e: OSError, flag: str = "--out", lead: str | None = None) -> str:
+    """One line saying why ``path`` could not be written, with the fix for that cause: a missing write
+    permission (``chmod``, or another folder), a read-only file system, a full disk or quota (the only case
+    where freeing space helps), or a file where a folder is needed. A path that exists but cannot be read is
+    said so. ``lead``: the line's start (default ``cannot write PATH``).
+
+    Example:
+        >>> import errno
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> line = write_error(folder / "fitted.toml", PermissionError(errno.EACCES, "Permission denied"))
+        >>> f"{folder} is not writable (permission denied)" in line, f"(chmod u+w {folder})" in line
+        (True, True)
+        >>> "Fix: free space" in write_error(folder, OSError(errno.ENOSPC, "No space left on device"))
+        True
+    """
+    path = Path(path)
+    # the folder (or file) that refused: the path itself when it exists, else its nearest existing parent
+    where = next((p for p in [path, *path.parents] if p.exists()), path)
+    home = Path.home() / "sensorgym_outputs"
+    choose = f"choose an {flag} you can write to, e.g. {flag} {home}"
+    lead = lead or f"cannot write {path}"
+    subject = "it is" if where == path else f"{where} is"
+    code = e.errno
+    if code in (errno.EACCES, errno.EPERM):
+        if path.is_file() and not os.access(path, os.R_OK):
+            return f"cannot read {path}: permission denied. Fix: make it readable (chmod u+r {path})."
+        return (
+            f"{lead}: {subject} not writable (permission denied). Fix: {choose}, or give yourself write "
+            f"permission there (chmod u+w {where})."
+        )
+    if code == errno.EROFS:
+        return f"{lead}: {subject} on a read-only file system. Fix: {choose} on a writable disk."
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        full = "your disk quota is used up" if code == errno.EDQUOT else "no space is left on its disk"
+        return f"{lead}: {full}. Fix: free space there, or {choose} on another disk."
+    why = (e.strerror or str(e)).lower()
+    return (
+        f"{lead}: {why} (a file stands where a folder is needed, or a folder where a file is). Fix: "
+        f"choose an {flag} that is a folder, or move the file in the way."
     )
 
 

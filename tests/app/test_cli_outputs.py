@@ -5,6 +5,7 @@ sensorgym`` in a subprocess, on real folders."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -208,15 +209,23 @@ def _read_only(folder: Path) -> list[str]:
     return [unshare, "-m", "sh", "-c", script, "sh"]
 
 
-@pytest.mark.parametrize("command", ["train", "ablate", "inspect"])
+#: each command with a config and an --out inside the folder ``locked`` (fit: the x-io log's gyro channel)
+def _writing_command(command: str, locked: Path) -> list[str]:
+    if command == "fit":
+        log = str(ROOT / "tests/data/xio_fusion_sensor_data.csv")
+        return ["fit", log, "--channels", "Gyroscope X (deg/s)", "--out", str(locked / "fit")]
+    out = str(locked / ("fig.png" if command == "inspect" else "out"))
+    args = ["--config", "tiny.toml"] if command != "inspect" else ["--steps", "20"]
+    return [command, *args, "--out", out]
+
+
+@pytest.mark.parametrize("command", ["train", "ablate", "inspect", "fit"])
 def test_a_read_only_out_is_one_line(tmp_path, command):
     (tmp_path / "tiny.toml").write_text(tiny_toml(extra=ONE_RUN))
     locked = tmp_path / "locked"
     locked.mkdir()
-    out = str(locked / ("fig.png" if command == "inspect" else "out"))
-    args = ["--config", "tiny.toml"] if command != "inspect" else ["--steps", "20"]
     proc = subprocess.run(
-        [*_read_only(locked), sys.executable, "-m", "sensorgym", command, *args, "--out", out],
+        [*_read_only(locked), sys.executable, "-m", "sensorgym", *_writing_command(command, locked)],
         cwd=tmp_path,
         env=command_env(),
         capture_output=True,
@@ -224,7 +233,83 @@ def test_a_read_only_out_is_one_line(tmp_path, command):
         timeout=300,
     )
     line = one_line(proc)
-    assert "cannot write there" in line and str(locked) in line and "Fix: choose a folder" in line, line
+    assert "cannot write" in line and str(locked) in line, line
+    if os.geteuid() == 0:  # the read-only bind mount
+        assert "on a read-only file system. Fix: choose an --out you can write to" in line, line
+        assert "on a writable disk" in line, line
+    assert "free space" not in line, line  # no disk is full (fit had said "Fix: free space")
+
+
+def _write_protected(folder: Path) -> list[str]:
+    """A command prefix under which ``folder``, chmod 555, cannot be written: for a user the chmod itself;
+    root writes through permissions, so as root the command runs without the two capabilities that let it
+    (``setpriv`` drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH), still as root: the chmod stops it."""
+    folder.chmod(0o555)
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root writes through a chmod, and setpriv (util-linux) is not here to drop that")
+        caps = "-dac_override,-dac_read_search"
+        prefix = [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}", "--"]
+    probe = [*prefix, sys.executable, "-c", f"open({str(folder / 'probe')!r}, 'w')"]
+    if subprocess.run(probe, capture_output=True).returncode == 0:
+        pytest.skip(f"a chmod 555 folder is writable here ({'root' if os.geteuid() == 0 else 'a user'})")
+    return prefix
+
+
+@pytest.mark.parametrize("command", ["train", "ablate", "inspect", "fit"])
+def test_a_write_protected_out_says_it_is_not_writable_and_the_fix(tmp_path, command):
+    """A folder without write permission as --out (issue 33 item 17): "not writable (permission denied)"
+    and the fix (another --out, or chmod u+w), never "free space" (fit's line had said "Fix: free space")."""
+    (tmp_path / "tiny.toml").write_text(tiny_toml(extra=ONE_RUN))
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    try:
+        prefix = _write_protected(locked)
+        proc = subprocess.run(
+            [*prefix, sys.executable, "-m", "sensorgym", *_writing_command(command, locked)],
+            cwd=tmp_path,
+            env=command_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        locked.chmod(0o755)
+    line = one_line(proc)
+    assert f"{locked} is not writable (permission denied)" in line or "it is not writable (permission" in line
+    assert "Fix: choose an --out you can write to" in line and f"(chmod u+w {locked})" in line, line
+    assert "free space" not in line, line
+    assert list(locked.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (errno.EACCES, "is not writable (permission denied). Fix: choose an --out you can write to"),
+        (errno.EPERM, "is not writable (permission denied). Fix: choose an --out you can write to"),
+        (errno.EROFS, "is on a read-only file system. Fix: choose an --out you can write to"),
+        (errno.ENOSPC, "no space is left on its disk. Fix: free space there, or choose an --out"),
+        (errno.EDQUOT, "your disk quota is used up. Fix: free space there, or choose an --out"),
+        (errno.ENOTDIR, "(a file stands where a folder is needed, or a folder where a file is). Fix: choose"),
+        (errno.EEXIST, "(a file stands where a folder is needed, or a folder where a file is). Fix: choose"),
+    ],
+)
+def test_each_cause_of_a_failed_write_has_its_own_fix(tmp_path, capsys, monkeypatch, code, expected):
+    """What a command says when writing fails inside it (where fit writes its files): only a full disk is
+    told to free space. The OSError is raised where the command writes, as the machine would."""
+    import sensorgym.app.inspection as inspection
+
+    def refuse(*args, **kwargs):
+        raise OSError(code, os.strerror(code), str(tmp_path / "out" / "inspect.png"))
+
+    monkeypatch.setattr(inspection, "run_inspect", refuse)
+    done = sensorgym_here(tmp_path, "inspect", "--steps", "5", "--out", str(tmp_path / "out" / "inspect.png"))
+    line = one_line(done)
+    assert line.startswith(f"sensorgym inspect: cannot write {tmp_path / 'out' / 'inspect.png'}: "), line
+    assert expected in line, line
+    assert ("free space" in line) == (code in (errno.ENOSPC, errno.EDQUOT)), line
 
 
 def test_ray_with_no_cluster_is_one_line_and_writes_nothing(tmp_path):
