@@ -1,10 +1,15 @@
 """Console entry point of the ``sensorgym`` command.
 
-It lives outside the ``sensorgym`` package on purpose. Importing the package loads torch, which takes a
-second or two, and a Ctrl-C in that window would otherwise end in Python's ``KeyboardInterrupt``
-traceback before :func:`sensorgym.app.cli.main` can handle it.
-Here it ends in one line and exit code 130, like
-a Ctrl-C at any later point.
+It lives outside the ``sensorgym`` package on purpose. Importing the package loads torch (and Gymnasium,
+numpy), which takes a second or two on an idle machine and far longer on a busy one, and two things must
+not wait for it:
+
+* ``--help`` and every argument error (``sensorgym trian``, ``--steps 0``): the argument parser
+  (:func:`sensorgym.app.cli.build_parser`, which imports only the standard library) runs first, with the
+  package's ``__init__`` not run, and answers those alone; a command that parses imports the package and
+  runs as always;
+* a Ctrl-C while the package loads: one line and exit code 130, not Python's ``KeyboardInterrupt``
+  traceback, like a Ctrl-C at any later point.
 
 Example:
     >>> import sensorgym_cli
@@ -14,19 +19,53 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from collections.abc import Sequence
 
 EXIT_INTERRUPTED = 130
 
 
-def main() -> int:
-    """Import the command line and run it; a Ctrl-C while importing exits 130 with one line."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the arguments (answering ``--help`` and argument errors without loading torch), then import
+    the command line and run it; a Ctrl-C while starting exits 130 with one line."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
+        answered = _parse_before_the_package(args)
+        if answered is not None:
+            return answered
         from sensorgym.app.cli import main as run
     except KeyboardInterrupt:
         print("sensorgym: interrupted while starting; nothing was run.", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return run()
+    return run(args)
+
+
+def _parse_before_the_package(args: list[str]) -> int | None:
+    """The exit code of ``--help`` or of an argument error, answered by the real parser with the package's
+    ``__init__`` (torch, Gymnasium) not run; ``None`` when the arguments parse (the command then runs).
+
+    The package's module object is made from its spec without running it, so ``sensorgym.app.cli`` (which
+    imports only the standard library at the top) loads below it; everything loaded so is dropped again
+    afterwards, so the command imports the real package as it always did. Where the package is already
+    imported (a program that embeds the command) there is nothing to save, and nothing is done."""
+    if "sensorgym" in sys.modules:
+        return None
+    spec = importlib.util.find_spec("sensorgym")
+    if spec is None or spec.submodule_search_locations is None:
+        return None
+    sys.modules["sensorgym"] = importlib.util.module_from_spec(spec)  # its __init__ is not executed
+    try:
+        from sensorgym.app.cli import build_parser
+
+        try:
+            build_parser().parse_args(args)
+        except SystemExit as e:  # --help (0) or an argument error (2, its one line already printed)
+            return e.code if isinstance(e.code, int) else 0
+        return None
+    finally:
+        for name in [n for n in sys.modules if n == "sensorgym" or n.startswith("sensorgym.")]:
+            del sys.modules[name]
 
 
 if __name__ == "__main__":
