@@ -145,7 +145,7 @@ class DelayLine:
         """Take the buffers the reads work on as arrays of their executor (at build, and when the class
         plans again: after a setter, a checkpoint, a copy)."""
         self.xp, self.read_xp = self.binding.xp, self._read_binding.xp
-        self._slots = tuple(map(self.binding.array, self.ring.buffer.unbind(0)))  # for the fixed shift
+        self.ring.bind(self.binding)  # the ring's own per-slot arrays serve the fixed shift (no second set)
         self._cache = self.binding.array(self.cache)
         view, a = self._read_binding.array, _Arrays()
         for name, value in vars(self._tables).items():
@@ -156,7 +156,7 @@ class DelayLine:
     # -- the two reads (stages of the class's capture) -----------------------------------------------------
     def hold_fixed_shift(self, ctx: CaptureContext) -> None:
         """Stage: every env and sensor reads the snapshot ``fixed_shift`` steps back (one slot copy)."""
-        self.xp.copyto(self._cache, self._slots[(self.clock.t - self.fixed_shift) % self.ring.depth])
+        self.xp.copyto(self._cache, self.ring.array_at(self.fixed_shift))
 
     def sample_delay(self, ctx: CaptureContext) -> None:
         """Stage: draw every env's and sensor's shift (monotone) and gather the snapshots it shows."""
@@ -276,16 +276,18 @@ def check_ring_memory(
     dtype: torch.dtype,
     device: torch.device,
     dt: float,
+    **costs: Any,
 ) -> None:
     """Refuse a delay ring larger than the device's memory with a ``ValueError`` naming the sensor, the
-    option and the bytes it would need (instead of an allocator error, or a machine brought to a halt)."""
+    option and the bytes it would need (instead of an allocator error, or a machine brought to a halt);
+    ``costs``: :func:`delay_line_bytes`' keywords (the executor's views, the sampler's ring)."""
     max_shift = max(shifts)
     if not max_shift:
         return
-    need = delay_line_bytes(max_shift + 1, num_envs, cols, dtype)
+    need = delay_line_bytes(max_shift + 1, num_envs, cols, dtype, **costs)
     limit = device_memory(device)
     if limit is not None and need > limit:
-        raise ring_memory_error(sensors, shifts, num_envs, cols, dtype, device, dt, limit)
+        raise ring_memory_error(sensors, shifts, num_envs, cols, dtype, device, dt, limit, **costs)
 
 
 def ring_memory_error(
@@ -297,9 +299,10 @@ def ring_memory_error(
     device: torch.device,
     dt: float,
     limit: int | None,
+    **costs: Any,
 ) -> ValueError:
     depth = max(shifts) + 1
-    need = delay_line_bytes(depth, num_envs, cols, dtype)
+    need = delay_line_bytes(depth, num_envs, cols, dtype, **costs)
     ring = depth * num_envs * cols * dtype.itemsize
     j = max(range(len(sensors)), key=shifts.__getitem__)
     o = sensors[j].options
@@ -312,20 +315,40 @@ def ring_memory_error(
     return ValueError(
         f"sensor {sensors[j].name!r}: {name}={value!r} at dt={dt:g} s needs a delay ring of {depth:,} "
         f"steps: about {human_bytes(need)} ({ring:,} bytes for {num_envs} envs x {cols} columns of {dtype} "
-        f"and {need - ring:,} bytes of slot table), more than {available} on {device}. "
+        f"and {need - ring:,} bytes of slot tables and views), more than {available} on {device}. "
         f"Fix: give the {name} in seconds (e.g. "
         f"{name}=0.04), not in steps or milliseconds, or lower it."
     )
 
 
-#: bytes per ring slot a delay line holds besides the ring: its slot table (2 int64 entries) and one view
-#: of it per clock phase (a tensor object, and a numpy array on the numpy executor)
-PER_SLOT_BYTES = 2 * 8 + 512
+#: bytes of one per-slot view object (a torch tensor view, or a numpy array view of a slot): the delay line
+#: keeps a few per ring slot so that a step indexes a tuple instead of making a view. Measured as the peak
+#: RSS per slot of a built manager (tests/core/test_memory_limits.py measures it against this count):
+#: about 640 B each with torch 2.13 and numpy 2.4 on Linux x86-64, Python 3.11
+VIEW_BYTES = 640
+#: bytes of the slot table per ring slot: two int64 entries
+TABLE_BYTES = 2 * 8
 
 
-def delay_line_bytes(depth: int, num_envs: int, cols: int, dtype: torch.dtype) -> int:
-    """What a :class:`DelayLine` of ``depth`` slots of ``(num_envs, cols)`` ``dtype`` values allocates."""
-    return depth * (num_envs * cols * dtype.itemsize + PER_SLOT_BYTES)
+def delay_line_bytes(
+    depth: int,
+    num_envs: int,
+    cols: int,
+    dtype: torch.dtype,
+    *,
+    numpy_views: bool = False,
+    sampler_columns: int = 0,
+) -> int:
+    """What a :class:`DelayLine` of ``depth`` slots of ``(num_envs, cols)`` ``dtype`` values allocates at
+    its peak: per slot the ring's values, its slot-table entries, the view of the slot and of its phase's
+    table (each a numpy array view too on the numpy executor, ``numpy_views``), and, for a class with a
+    sampler (``sampler_columns`` = its sensors), the sampler's ring of sample steps (int64 per env and
+    sensor, one view per slot)."""
+    views = 2 * (2 if numpy_views else 1)
+    per_slot = num_envs * cols * dtype.itemsize + TABLE_BYTES + views * VIEW_BYTES
+    if sampler_columns:
+        per_slot += num_envs * sampler_columns * 8 + VIEW_BYTES
+    return depth * per_slot
 
 
 def human_bytes(n: float) -> str:

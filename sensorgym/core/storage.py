@@ -231,9 +231,11 @@ class ClassStorage:
         shifts = self.params.max_shift_per_sensor()
         self.max_shift = max(shifts)
         widths = [_cols(s.return_slice) for s in sensors]
-        check_ring_memory(sensors, shifts, b, return_cols, return_dtype, device, dt)
+        sampled = any(needs_sampler(s.options, dt) for s in sensors)
+        costs = dict(numpy_views=self.binding.name == "numpy", sampler_columns=len(sensors) if sampled else 0)
+        check_ring_memory(sensors, shifts, b, return_cols, return_dtype, device, dt, **costs)
         self.sampler: Sampler | None = None
-        if any(needs_sampler(s.options, dt) for s in sensors):
+        if sampled:
             self.sampler = Sampler(
                 sensors, widths, b, dt, device, random, clock, return_dtype,
                 self.max_shift + 1 if self.max_shift else 0, episode_steps,
@@ -265,7 +267,7 @@ class ClassStorage:
             elif post_processed:
                 measured.ring = ring(min_depth)
         except (RuntimeError, MemoryError) as e:  # the allocator refused: say which option asked for it
-            raise ring_memory_error(sensors, shifts, b, return_cols, return_dtype, device, dt, None) from e
+            raise ring_memory_error(sensors, shifts, b, return_cols, return_dtype, device, dt, None, **costs) from e
         measured.history = ring(self.history_length) if self.history_length else None
         zero = [s.options.padding_type == "zero" for s in sensors for _ in range(_cols(s.return_slice))]
         self.padding = Padding(zero, measured.cache)

@@ -412,7 +412,7 @@ def test_a_setter_cannot_add_noise_where_a_noise_density_is():
     s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(2,), noise_density=[0.1, 0.0]))
     mgr.reset({"x": torch.zeros(2, 2)})
     s.set_noise([0.0, 0.5])  # the component without a density: fine
-    with pytest.raises(ValueError, match="noise_density on these components"):
+    with pytest.raises(ValueError, match=r"noise_density=\(0.1, 0.0\) on these components"):
         s.set_noise([0.5, 0.0])
 
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import sensorgym as sg
-from sensorgym.core.delay_line import PER_SLOT_BYTES
+from sensorgym.core.delay_line import delay_line_bytes
 from sensorgym.wrappers import ActionLatency
 
 DT = 0.01
@@ -40,15 +40,16 @@ def test_a_delay_beyond_the_memory_is_refused_with_the_size_it_needs():
     steps = 10**12
     mgr = sg.SensorManager(num_envs=1, dt=DT)
     mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(1,), delay=steps * DT), name="imu")
-    ring, table = (steps + 1) * 4, (steps + 1) * PER_SLOT_BYTES  # one float32 column; the slot table
+    ring = (steps + 1) * 4  # one float32 column
+    table = delay_line_bytes(steps + 1, 1, 1, torch.float32, numpy_views=True) - ring  # tables and views
     with pytest.raises(ValueError, match=r"sensor 'imu': delay=.*Fix: give the delay in seconds") as err:
         mgr.reset({"x": torch.zeros(1, 1)})
     message = str(err.value)
     assert (
-        f"({ring:,} bytes for 1 envs x 1 columns of torch.float32 and {table:,} bytes of slot table)"
-        in message
+        f"({ring:,} bytes for 1 envs x 1 columns of torch.float32 and {table:,} bytes of slot tables and "
+        "views)" in message
     )
-    assert "about 483.9 TiB" in message  # the sum of both
+    assert "about 2.3 PiB" in message  # the sum of both
 
 
 @pytest.mark.parametrize("option", ["delay", "jitter"])
