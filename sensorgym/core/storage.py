@@ -267,7 +267,9 @@ class ClassStorage:
             elif post_processed:
                 measured.ring = ring(min_depth)
         except (RuntimeError, MemoryError) as e:  # the allocator refused: say which option asked for it
-            raise ring_memory_error(sensors, shifts, b, return_cols, return_dtype, device, dt, None, **costs) from e
+            raise ring_memory_error(
+                sensors, shifts, b, return_cols, return_dtype, device, dt, None, **costs
+            ) from e
         measured.history = ring(self.history_length) if self.history_length else None
         zero = [s.options.padding_type == "zero" for s in sensors for _ in range(_cols(s.return_slice))]
         self.padding = Padding(zero, measured.cache)
