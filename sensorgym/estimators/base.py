@@ -11,6 +11,7 @@ offline :meth:`AttitudeEstimator.run` over a log, and the outputs.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -67,18 +68,36 @@ class AttitudeEstimator:
     #: which blocks of 5 rows are padded 3-vectors
     padded_rows: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, rate: float, **gains: float) -> None:
+    def __init__(self, rate: float, **gains: float | Sequence[float]) -> None:
         name = type(self).__name__
         if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
             raise ValueError(f"{name}(rate={rate!r}): the sample rate in Hz must be a positive number")
         unknown = set(gains) - set(self.gain_names)
         if unknown:
             raise TypeError(f"{name}: unknown gain(s) {sorted(unknown)}; expected {list(self.gain_names)}")
-        for key, value in gains.items():
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name}({key}={value!r}): a gain must be a number >= 0")
         self.rate = float(rate)
-        self.gains = {key: float(gains.get(key, 0.0)) for key in self.gain_names}
+        self.gains: dict[str, float | tuple[float, ...]] = {}
+        #: the number of envs the gains are given for (None: one value for every env)
+        self.gain_batch: int | None = None
+        for key in self.gain_names:
+            value = gains.get(key, 0.0)
+            values = (value,) if isinstance(value, (int, float)) else tuple(value)
+            if not values or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                for v in values
+            ):
+                raise ValueError(
+                    f"{name}({key}={value!r}): a gain is a number >= 0, or one such number per env"
+                )
+            if isinstance(value, (int, float)):
+                self.gains[key] = float(value)
+                continue
+            if self.gain_batch not in (None, len(values)):
+                raise ValueError(
+                    f"{name}({key}={value!r}): {len(values)} values; other gains have {self.gain_batch}"
+                )
+            self.gain_batch = len(values)
+            self.gains[key] = tuple(float(v) for v in values)
 
     def __repr__(self) -> str:
         gains = ", ".join(f"{k}={v!r}" for k, v in self.gains.items())
@@ -94,8 +113,13 @@ class AttitudeEstimator:
         device: str | torch.device = "cpu",
         executor: str = "torch",
     ) -> EstimatorState:
-        """A state for ``batch`` envs: identity quaternions, zero own state, this estimator's gains and
-        sample interval in every env (write ``state.tensors[gain]`` / ``["dt"]`` per env to change them)."""
+        """A state for ``batch`` envs: identity quaternions, zero own state, this estimator's gains (one
+        value for all envs, or one per env) and sample interval (write ``state.tensors[gain]`` /
+        ``["dt"]`` per env to change them)."""
+        if self.gain_batch is not None and batch != self.gain_batch:
+            raise ValueError(
+                f"{self!r}.new_state({batch}): the gains are given for {self.gain_batch} envs, not {batch}"
+            )
         blocks = {"q": 6, **self.state_rows}
         blocks.update({g: 1 for g in self.gain_names})
         blocks.update({"dt": 1, "g": 5, "a": 5, "m": 5, "qn": 4, "qq": 4, "nrm": 1, "t3": 3, "u3": 3})
@@ -113,7 +137,7 @@ class AttitudeEstimator:
         )
         state.tensors["q"][0] = 1.0
         for g in self.gain_names:
-            state.tensors[g].fill_(self.gains[g])
+            state.tensors[g].copy_(torch.tensor(self.gains[g], dtype=torch.float64))
         state.tensors["dt"].fill_(1.0 / self.rate)
         return state
 
@@ -224,8 +248,12 @@ class AttitudeEstimator:
         all numpy or all torch, one sample per ``1/rate`` s. Returns the unit quaternions ``[w, x, y, z]``
         ``(N, 4)`` / ``(B, N, 4)`` of the same kind, dtype (float32 stays float32, anything else runs in
         float64) and device; row ``n`` is the estimate after consuming sample ``n``. ``q0`` (``(4,)`` or
-        ``(B, 4)``) is the state before sample 0; without it, the first sample gives it."""
+        ``(B, 4)``) is the state before sample 0; without it, the first sample gives it. With gains given
+        per env (``G`` values), one ``(N, 3)`` log runs through all ``G`` filters: ``(G, N, 4)``."""
         gyr, acc, mag, single = _check_log(type(self).__name__, gyr, acc, mag)
+        if self.gain_batch is not None and single:
+            gyr, acc, mag = (None if x is None else _repeat(x, self.gain_batch) for x in (gyr, acc, mag))
+            single = False
         torch_in = isinstance(gyr, torch.Tensor)
         batch, n = gyr.shape[0], gyr.shape[1]
         dtype = _state_dtype(gyr.dtype)
@@ -391,12 +419,21 @@ def _to_rows(x: Any, state: EstimatorState, lib: Any) -> Any:
     return np.ascontiguousarray(x.transpose(1, 2, 0), dtype=state.dtype.__repr__().split(".")[-1])
 
 
+def _repeat(x: Any, batch: int) -> Any:
+    return (
+        x.expand(batch, *x.shape[1:])
+        if isinstance(x, torch.Tensor)
+        else np.broadcast_to(x, (batch, *x.shape[1:]))
+    )
+
+
 def _check_log(name: str, gyr: Any, acc: Any, mag: Any) -> tuple[Any, Any, Any, bool]:
     """The log as ``(B, N, 3)`` arrays of one kind, and whether it came as ``(N, 3)``."""
     given = {"gyr": gyr, "acc": acc} if mag is None else {"gyr": gyr, "acc": acc, "mag": mag}
     kinds = {isinstance(x, torch.Tensor) for x in given.values()}
     if len(kinds) > 1:
-        raise TypeError(f"{name}.run: gyr, acc and mag must all be numpy arrays or all torch tensors")
+        names = "gyr and acc" if mag is None else "gyr, acc and mag"
+        raise TypeError(f"{name}.run: {names} must all be numpy arrays or all torch tensors")
     if kinds == {False}:
         given = {k: np.asarray(x) for k, x in given.items()}
     shapes = {k: tuple(x.shape) for k, x in given.items()}

@@ -24,6 +24,7 @@ minimum. The 6-axis update is the same in both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from .base import (
@@ -72,7 +73,7 @@ class Madgwick(AttitudeEstimator):
     }  # fmt: skip
     padded_rows = ("f", "fb", "b", "c")
 
-    def __init__(self, beta: float, rate: float, earth_field: str = "paper") -> None:
+    def __init__(self, beta: float | Sequence[float], rate: float, earth_field: str = "paper") -> None:
         if earth_field not in EARTH_FIELDS:
             raise ValueError(
                 f"Madgwick(earth_field={earth_field!r}): expected 'paper' (the report's reference) or "

@@ -20,6 +20,7 @@ the gyroscope, as the paper's filter does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .base import AttitudeEstimator, gravity_up, integrate_rate, normalize3, reference_field, rotate_into
@@ -64,7 +65,7 @@ class Mahony(AttitudeEstimator):
     }  # fmt: skip
     padded_rows = ("v", "w", "b", "c")
 
-    def __init__(self, kp: float, ki: float, rate: float) -> None:
+    def __init__(self, kp: float | Sequence[float], ki: float | Sequence[float], rate: float) -> None:
         super().__init__(rate, kp=kp, ki=ki)
 
     def bias(self, state: EstimatorState) -> Any:

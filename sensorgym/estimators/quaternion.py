@@ -55,6 +55,7 @@ def _as_float(x: Any) -> Any:
 
 def quat_multiply(p: Any, q: Any) -> Any:
     """The Hamilton product ``p ⊗ q`` (``(..., 4)``, broadcasting)."""
+    p, q = _as_float(p), _as_float(q)
     p0, p1, p2, p3 = (p[..., i] for i in range(4))
     q0, q1, q2, q3 = (q[..., i] for i in range(4))
     return _stack(
@@ -69,6 +70,7 @@ def quat_multiply(p: Any, q: Any) -> Any:
 
 def quat_conjugate(q: Any) -> Any:
     """``q*``: the inverse rotation of a unit quaternion."""
+    q = _as_float(q)
     return _stack([q[..., 0], -q[..., 1], -q[..., 2], -q[..., 3]])
 
 
@@ -84,6 +86,7 @@ def _cross(a: Any, b: Any) -> Any:
 
 def rotate(q: Any, v: Any) -> Any:
     """``q ⊗ v ⊗ q*`` for a unit ``q``: a sensor-frame vector ``v`` ``(..., 3)`` in the earth frame."""
+    q, v = _as_float(q), _as_float(v)
     qv, w = q[..., 1:4], q[..., 0:1]
     c = _cross(qv, v)
     return v + 2.0 * (w * c + _cross(qv, c))
@@ -97,6 +100,7 @@ def rotate_inverse(q: Any, v: Any) -> Any:
 def projected_gravity(q: Any) -> Any:
     """Gravity's direction in the sensor frame, ``(..., 3)``: the earth's down axis ``[0, 0, -1]`` rotated
     into the sensor frame (``[0, 0, -1]`` when level; a resting accelerometer reads ``-g`` times it)."""
+    q = _as_float(q)
     q0, q1, q2, q3 = (q[..., i] for i in range(4))
     return _stack(
         [
@@ -110,6 +114,7 @@ def projected_gravity(q: Any) -> Any:
 def roll_pitch(q: Any) -> Any:
     """``[roll, pitch]`` in radians, ``(..., 2)``, of the z-y-x (yaw, pitch, roll) Euler angles of ``q``:
     roll about the sensor's x axis in ``(-pi, pi]``, pitch about y in ``[-pi/2, pi/2]``."""
+    q = _as_float(q)
     lib = _lib(q)
     q0, q1, q2, q3 = (q[..., i] for i in range(4))
     roll = lib.arctan2(2.0 * (q0 * q1 + q2 * q3), 1.0 - 2.0 * (q1 * q1 + q2 * q2))
