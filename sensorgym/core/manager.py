@@ -488,7 +488,7 @@ class SensorManager(ManagerPersistence):
         out = storage.params.randomization(sensor)
         if storage.sampler is not None:
             out.update(storage.sampler.randomization(sensor.index))
-        out.update({f: v.reshape(self.num_envs, -1) for f, v in sensor._extra_randomization().items()})
+        out.update({f: v for f, (v, _) in sensor._extra_randomization().items()})
         return out
 
     def randomization_names(self) -> list[str]:
@@ -504,8 +504,8 @@ class SensorManager(ManagerPersistence):
             sampler = s._storage.sampler
             if sampler is not None:
                 names += [f"{s.name}.{f}" for f in sampler.randomized.get(s.index, [])]
-            for f, v in s._extra_randomization().items():
-                names += [f"{s.name}.{f}[{c}]" for c in range(v.reshape(self.num_envs, -1).shape[1])]
+            for f, (_, comps) in s._extra_randomization().items():
+                names += [f"{s.name}.{f}[{c}]" for c in comps]
         return names
 
     def read_randomization(self) -> torch.Tensor:

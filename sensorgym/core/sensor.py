@@ -353,10 +353,11 @@ class Sensor(ABC):
         """Per-env values of the options given as distributions: ``{field: (B, k)}`` new tensors."""
         return self._manager._read_randomization(self)
 
-    def _extra_randomization(self) -> dict[str, torch.Tensor]:
+    def _extra_randomization(self) -> dict[str, tuple[torch.Tensor, list[int]]]:
         """Per-env values this sensor class draws itself at a reset, beyond the options' parameter table
-        (the IMU's mount): ``{field: (B, ...)}``, each read as ``(B, k)`` by :meth:`read_randomization`
-        and the manager's critic columns. None by default."""
+        (the IMU's mount): ``{field: ((B, k) values, the k component indices)}``, only the components
+        that are drawn (a fixed one would be a constant critic column), read by :meth:`read_randomization`
+        and named ``"<sensor>.<field>[<component>]"`` by the manager. None by default."""
         return {}
 
 

@@ -471,13 +471,12 @@ def test_the_drawn_mount_is_in_read_randomization_and_its_names():
     names = mgr.randomization_names()
     table = mgr.read_randomization()
     assert table.shape == (3, len(names))
-    mount = [f"imu.euler_offset[{c}]" for c in range(3)] + [
-        f"imu.acc_cross_axis_coupling[{c}]" for c in range(9)
-    ]
-    assert names[-12:] == mount and not any(n.startswith("fixed.") for n in names)
+    # only the drawn components (issue 33 item 9): euler x, and the xy, xz, yz couplings (one draw each)
+    mount = ["imu.euler_offset[0]"] + [f"imu.acc_cross_axis_coupling[{c}]" for c in (1, 2, 5)]
+    assert names[-4:] == mount and not any(n.startswith("fixed.") for n in names)
     drawn = imu.read_mount()
-    assert torch.equal(table[:, -12:-9], drawn["euler_offset"])
-    assert torch.equal(table[:, -9:], drawn["acc_cross_axis_coupling"].reshape(3, 9))
+    assert torch.equal(table[:, -4:-3], drawn["euler_offset"][:, :1])
+    assert torch.equal(table[:, -3:], drawn["acc_cross_axis_coupling"].reshape(3, 9)[:, [1, 2, 5]])
     assert set(imu.read_randomization()) >= {"euler_offset", "acc_cross_axis_coupling"}
 
 
@@ -584,3 +583,32 @@ def test_on_cuda_a_captured_graph_step_equals_the_eager_step():
             assert torch.equal(torch.stack(list(imu.read_ground_truth()), 1), nominal)
         for a, b in zip(*reads, strict=True):
             assert torch.equal(a, b), t
+
+
+def test_critic_columns_are_only_the_drawn_components_of_the_mount():
+    """Issue 33 item 9: a partly randomized mount listed its fixed components too (constant critic
+    columns). Every randomization column now varies over the envs, and each is named by its component."""
+    mgr = sg.SensorManager(num_envs=64, dt=0.01, seed=1)
+    mgr.add_sensor(MOUNTED, name="imu")
+    mgr.add_sensor(RANDOM, name="random")
+    gen = np.random.default_rng(0)
+    mgr.reset(synthetic_state(mgr, [MOUNTED, RANDOM], gen))
+    names, values = mgr.randomization_names(), mgr.read_randomization()
+    mount = [n for n in names if "offset" in n or "coupling" in n]
+    assert mount == [
+        "imu.pos_offset[0]", "imu.pos_offset[1]", "imu.pos_offset[2]",
+        "imu.euler_offset[0]", "imu.euler_offset[2]",  # euler y is fixed at 0
+        "imu.mag_cross_axis_coupling[1]", "imu.mag_cross_axis_coupling[2]", "imu.mag_cross_axis_coupling[5]",
+        "random.pos_offset[0]", "random.pos_offset[1]",  # z is fixed at 0.23
+        "random.euler_offset[0]", "random.euler_offset[1]", "random.euler_offset[2]",
+        "random.acc_cross_axis_coupling[1]", "random.acc_cross_axis_coupling[2]",
+        "random.acc_cross_axis_coupling[5]",
+        "random.gyro_cross_axis_coupling[2]",  # (0.01, Normal, 0.0): only xz is drawn
+    ]  # fmt: skip
+    assert values.shape == (64, len(names))
+    assert bool((values.std(dim=0) > 0).all()), [n for n, s in zip(names, values.std(dim=0)) if s == 0]
+    imu = mgr.sensors[0]
+    full = imu.read_mount()  # the public read keeps whole vectors and matrices
+    assert full["euler_offset"].shape == (64, 3) and full["mag_cross_axis_coupling"].shape == (64, 3, 3)
+    picked = imu.read_randomization()["mag_cross_axis_coupling"]
+    assert torch.equal(picked, full["mag_cross_axis_coupling"].reshape(64, 9)[:, [1, 2, 5]])

@@ -1025,9 +1025,18 @@ class IMUSensor(MujocoSensor):
                 out[f"{f}_cross_axis_coupling"] = extra["mount_coupling"][:, j, fi].clone()
         return out
 
-    def _extra_randomization(self) -> dict[str, torch.Tensor]:
-        # the drawn mount joins read_randomization() and the critic's randomization columns
-        return self.read_mount()
+    def _extra_randomization(self) -> dict[str, tuple[torch.Tensor, list[int]]]:
+        # the drawn components of the mount join read_randomization() and the critic's randomization
+        # columns: a component given as a number is the same in every env (a constant column)
+        o, out = self.options, {}
+        for name, value in self.read_mount().items():
+            if name in ("pos_offset", "euler_offset"):
+                comps = [c for c, v in enumerate(getattr(o, name)) if isinstance(v, Distribution)]
+            else:  # a coupling matrix: the first entry each drawn value fills, row-major
+                params = coupling_parameters(getattr(o, name))
+                comps = [r * 3 + c for v, ((r, c), *_) in params if isinstance(v, Distribution)]
+            out[name] = (value.reshape(value.shape[0], -1)[:, comps], comps)
+        return out
 
     @classmethod
     def _measure(cls, model: Any, data: Any, o: IMUOptions) -> np.ndarray:
