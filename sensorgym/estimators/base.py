@@ -42,9 +42,10 @@ class AttitudeEstimator:
     :attr:`padded_rows` is a padded 3-vector), and implements :meth:`_step`: from the state and the
     step's inputs (``arrays.g`` gyroscope, ``arrays.a`` accelerometer and ``arrays.m`` magnetometer, each
     a padded 3-vector whose ``.v`` is ``(3, B)``; only ``.v`` is up to date), write the unnormalized new
-    quaternion into ``arrays.qn`` ``(4, B)`` and each
-    state row's new value into ``arrays.<name>_new``, using only the ops' ``out=`` calls (no allocation).
-    The base class normalizes and commits. Nothing in the engine needs to change.
+    quaternion into ``arrays.qn`` ``(4, B)`` and each state row's new value into ``arrays.<name>_new``,
+    using only the ops of ``state.ops`` (each writes into its last argument; no allocation, and no branch
+    on the data, as the step is recorded once and replayed: :meth:`plan`). The base class normalizes and
+    commits. Nothing in the engine needs to change.
 
     Example (a gyro-only integrator as a third estimator; its ``run`` comes with the base class):
         >>> import numpy as np

@@ -48,7 +48,8 @@ EARTH_FIELDS = {"paper": 1.0, "c_code": 0.5}
 class Madgwick(AttitudeEstimator):
     """Madgwick's gradient-descent filter with gain ``beta`` (rad/s: the magnitude of the quaternion
     rate of its correction), at ``rate`` samples per second; ``earth_field`` picks the 9-axis earth-field
-    reference: ``"paper"`` (default, the report's ``b``) or ``"c_code"`` (the C code's ``b/2``).
+    reference: ``"paper"`` (default, the report's ``b``) or ``"c_code"`` (the C code's ``b/2``). ``beta``
+    is a number, or a list of one number per env (``run`` then runs one log through every env's filter).
 
     ``run(gyr, acc, mag=None, q0=None)`` returns unit quaternions ``[w, x, y, z]`` rotating sensor vectors
     into the filter's earth frame: z up (along the specific force at rest), with a magnetometer x along

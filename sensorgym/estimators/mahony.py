@@ -32,7 +32,7 @@ __all__ = ["Mahony"]
 class Mahony(AttitudeEstimator):
     """Mahony's explicit complementary filter with gains ``kp`` (rad/s per unit of the cross-product
     error: the inverse time constant of small tilt errors) and ``ki`` (rad/s² per unit: the gyro-bias
-    integral), at ``rate`` samples per second.
+    integral), at ``rate`` samples per second. A gain is a number, or a list of one number per env.
 
     ``run(gyr, acc, mag=None, q0=None)`` returns unit quaternions ``[w, x, y, z]`` rotating sensor vectors
     into the filter's earth frame: z up (along the specific force at rest), with a magnetometer x along
