@@ -36,7 +36,7 @@ from .readers import read_channels
 from .result import ChannelFit, ClosedLoop, FitResult
 from .simulate import SimSensor, simulate
 from .static import find_static_window
-from .timing import Timing, analyse_timing
+from .timing import Timing, analyse_timing, slot_steps
 
 __all__ = ["ChannelFit", "ClosedLoop", "FitResult", "default_name", "fit"]
 
@@ -171,7 +171,7 @@ def _fit_channel(
             "or record the sensor still for longer",
         )
     ts = timing.sample_interval
-    gaps = Gaps.from_steps(np.rint(np.diff(ch.times[inside]) / ts))
+    gaps = Gaps.from_steps(slot_steps(ch.times[inside], ts))  # jittered stamps are not gaps
     # m counts received samples: tau is m mean intervals (m T_s without losses)
     allan = allan_deviation(values, ts * gaps.mean, fit_m(len(values), len(values) // 10))
     step, step_se = lattice_step(values)
