@@ -35,7 +35,9 @@ DESCRIPTION = (
 EPILOG = (
     "channels are named as the log names them: a CSV column, an NPZ array (column i of a 2-D array: "
     "name[i]), a ULog topic.field (sensor_combined.gyro_rad[0]), a bag or MCAP topic.field.path "
-    "(/imu/data.angular_velocity.x). ULog, ROS bags and MCAP need the ulog, rosbag and mcap extras.\n\n"
+    "(/imu/data.angular_velocity.x). ULog, ROS bags and MCAP need the ulog, rosbag and mcap extras. A "
+    ".txt or .tsv table is read as CSV (said in a line); times are in seconds unless --time-unit or the "
+    "time column's name says otherwise.\n\n"
     "examples:\n"
     '  sensorgym fit imu.csv --channels "Gyroscope X (deg/s)" "Gyroscope Y (deg/s)" --names gyro\n'
     "  sensorgym fit flight.ulg --channels sensor_combined.gyro_rad[0] --static 0:5\n"
@@ -67,7 +69,9 @@ def build_fit_parser() -> argparse.ArgumentParser:
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("log", help="the log: .csv, .npz, .ulg, .bag, .mcap, or a ROS 2 bag directory")
+    p.add_argument(
+        "log", help="the log: .csv (or .txt, .tsv), .npz, .ulg, .bag, .mcap, or a ROS 2 bag directory"
+    )
     p.add_argument("--channels", nargs="+", required=True, metavar="NAME", help="the channels to fit")
     p.add_argument(
         "--names",
@@ -77,8 +81,12 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "name with characters other than letters, digits and _ replaced by _); channels given one name "
         "are its components in channel order; TABLE.FIELD writes an IMU's per-field options",
     )
+    p.add_argument("--time", metavar="COLUMN", help="the time column of a CSV or NPZ (default: the first)")
     p.add_argument(
-        "--time", metavar="COLUMN", help="the time column (s) of a CSV or NPZ (default: the first)"
+        "--time-unit",
+        choices=("s", "ms", "us", "ns"),
+        help="the time column's unit (default: what its name says, t_ms, time [us], ..., else seconds; a "
+        "column whose numbers step by 0.5 or more is refused until this says its unit)",
     )
     p.add_argument(
         "--static",
@@ -161,6 +169,7 @@ def _summary(result: Any) -> list[str]:
         lines.append(
             f"{f.channel.name} -> {where}: T_s {t.sample_interval:.6g} s, dropout {t.dropout:.3g}"
             + (f" (bursts of {t.burst:.3g})" if t.burst is not None else "")
+            + (f", {t.invalid} values not numbers" if t.invalid else "")
             + f"; static {f.window[0]:.4g}-{f.window[1]:.4g} s; "
             + ("; ".join(found) if found else "no noise term identifiable")
         )
@@ -202,6 +211,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 args.channels,
                 names=args.names,
                 time=args.time,
+                time_unit=args.time_unit,
                 static=args.static,
                 reference=args.reference,
                 into=args.into,

@@ -283,6 +283,7 @@ def fit(
     *,
     names: Sequence[str] | None = None,
     time: str | None = None,
+    time_unit: str | None = None,
     static: str | tuple[float, float] | None = None,
     reference: str | None = None,
     into: str | Path | None = None,
@@ -304,6 +305,7 @@ def fit(
             with other characters than letters, digits and ``_`` replaced by ``_``); channels of one name
             are its components, ``TABLE.FIELD`` writes an IMU's per-field options.
         time: the time column of a CSV / array of an NPZ (default: the first).
+        time_unit: its unit, ``s``, ``ms``, ``us`` or ``ns`` (default: what its name says, else seconds).
         static: ``"START:END"`` (or a tuple), seconds from the channel's first time stamp; default: found.
         reference: a channel of the same log measuring the same quantity without delay: the delay.
         into: a config whose sensor tables of those names take the fitted options.
@@ -328,10 +330,10 @@ def fit(
         if check_config is not None:
             check_config(blank.config)
     wanted = list(channels) + ([reference] if reference and reference not in channels else [])
-    read = {c.name: c for c in read_channels(log, wanted, time=time)}
+    read = {c.name: c for c in read_channels(log, wanted, time=time, time_unit=time_unit)}
     chans = [read[c] for c in channels]
     warnings = list(dict.fromkeys(w for c in chans for w in c.warnings))
-    timings = {c.name: analyse_timing(c.times) for c in chans}
+    timings = {c.name: analyse_timing(c.times, c.invalid_times) for c in chans}
     _check_tables(chans, table_names, timings)
     found = find_static_window([(c.times, c.values) for c in chans]) if window is None else (0.0, 0.0)
     components: dict[str, int] = {}

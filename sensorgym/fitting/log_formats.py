@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .channels import INDEXED, Channel, check_times, closest
+from .channels import INDEXED, Channel, check_times, closest, make_channel
 from .errors import FitError, require
 
 __all__ = ["field_value", "read_mcap", "read_rosbag", "read_ulog", "split_topic"]
@@ -130,7 +130,8 @@ def _collect(
         times = np.asarray(stamps if use_stamp else row["log"], dtype=np.float64)
         times = check_times(times, f"{path} topic {topic!r}", "record the log again with increasing times")
         which = "header.stamp" if use_stamp else "the time it was logged"
-        out.append(Channel(name, times, np.asarray(row[name], np.float64), f"{fmt} {name}, times: {which}"))
+        source = f"{fmt} {name}, times: {which}"
+        out.append(make_channel(name, times, np.asarray(row[name], np.float64), source, str(path)))
     return out
 
 
@@ -163,9 +164,8 @@ def read_ulog(path: Path, channels: Sequence[str]) -> list[Channel]:
                 closest(name, [f"{topic}.{f}" for f in fields if f != "timestamp"]),
             )
         times = check_times(fields["timestamp"] * 1e-6, f"{path} {topic}.timestamp", "pass an unmodified log")
-        out.append(
-            Channel(name, times, fields[field].astype(np.float64), f"ULog {name}, times: timestamp (µs)")
-        )
+        source = f"ULog {name}, times: timestamp (µs)"
+        out.append(make_channel(name, times, fields[field].astype(np.float64), source, str(path)))
     return out
 
 

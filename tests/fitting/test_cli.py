@@ -229,3 +229,97 @@ def test_a_missing_extra_names_the_pip_install(capsys, monkeypatch, tmp_path):
     rc = main(["fit", str(LOG), "--channels", GYRO[0], "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and 'pip install "sensorgym[fit]"' in err and "\n" not in err
+
+
+# -- logs that are not the tidy CSV fit was written for (issue 33 items 12, 15, 16a, 17) ------------------
+def _white(n: int = 4000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    return np.arange(n) * 0.01, np.random.default_rng(seed).normal(0.0, 0.05, n)
+
+
+def _csv(t: np.ndarray, g: np.ndarray, header: str = "time,g") -> str:
+    return header + "\n" + "".join(f"{a},{b}\n" for a, b in zip(t.tolist(), g.tolist(), strict=True))
+
+
+def _bad_files(tmp: Path) -> dict[str, tuple[Path, str]]:
+    t, g = _white()
+    (tmp / "random.csv").write_bytes(np.random.default_rng(1).bytes(3000))
+    (tmp / "empty.npz").write_bytes(b"")
+    (tmp / "random.npz").write_bytes(np.random.default_rng(2).bytes(3000))
+    np.savez(tmp / "zeros.npz", t=t, g=np.zeros_like(t))
+    np.savez(tmp / "ms.npz", time=t * 1000, g=g)
+    return {
+        "binary": (tmp / "random.csv", "random.csv: a binary file, not a text table"),
+        "0-byte npz": (tmp / "empty.npz", "empty.npz' is empty (0 bytes)"),
+        "random npz": (tmp / "random.npz", "random.npz: not an NPZ archive"),
+        "all zero": (tmp / "zeros.npz", "holds the one value 0 in all its 4000 samples: there is no noise"),
+        "milliseconds": (tmp / "ms.npz", "in milliseconds it is a 100 Hz sensor. Fix: pass --time-unit ms"),
+    }
+
+
+@pytest.mark.parametrize("case", ["binary", "0-byte npz", "random npz", "all zero", "milliseconds"])
+def test_a_log_it_cannot_read_is_one_line_naming_the_file(case, tmp_path, capsys):
+    path, words = _bad_files(tmp_path)[case]
+    rc = main(["fit", str(path), "--channels", "g", "--out", str(tmp_path / "out"), "--no-progress"])
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert rc == 2 and "\n" not in err and words in err and "Fix:" in err and "Traceback" not in err, err
+    assert captured.out == "" and not (tmp_path / "out").exists()
+
+
+def test_a_millisecond_time_column_fits_once_its_unit_is_said(tmp_path, capsys):
+    path, _ = _bad_files(tmp_path)["milliseconds"]
+    rc = main(["fit", str(path), "--channels", "g", "--time-unit", "ms", "--envs", "2", "--no-progress",
+               "--out", str(tmp_path / "out")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0 and "g -> [sensors.g]: T_s 0.01 s, dropout 0;" in out and "warning" not in out, out
+    fitted = tomllib.loads((tmp_path / "out" / "fitted.toml").read_text())["sensors"]["g"]
+    assert fitted["update_period"] == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8"])
+def test_a_utf16_export_fits_as_its_utf8_twin(encoding, tmp_path, capsys):
+    (tmp_path / "log.csv").write_text(_csv(*_white()), encoding=encoding)
+    rc = main(["fit", str(tmp_path / "log.csv"), "--channels", "g", "--envs", "2", "--no-progress",
+               "--out", str(tmp_path / "out")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0 and "g -> [sensors.g]: T_s 0.01 s, dropout 0;" in out, out
+    fitted = tomllib.loads((tmp_path / "out" / "fitted.toml").read_text())["sensors"]["g"]
+    assert fitted["noise_density"] == pytest.approx(0.005, rel=0.05)  # 0.05 per sample at 100 Hz
+
+
+def test_a_txt_log_says_what_it_was_read_as(tmp_path, capsys):
+    (tmp_path / "log.txt").write_text(_csv(*_white()).replace(",", " "))
+    rc = main(["fit", str(tmp_path / "log.txt"), "--channels", "g", "--envs", "2", "--no-progress",
+               "--out", str(tmp_path / "out")])  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert (
+        lines[0] == "warning: log.txt is read as CSV: a header line, then rows of numbers separated by spaces"
+    )
+
+
+def test_nan_values_are_said_and_are_not_dropout(tmp_path, capsys):
+    t, g = _white(20_000)
+    g[5000:5010] = np.nan  # issue 33: "dropout 0.0005 (bursts of 10)" without a word
+    np.savez(tmp_path / "nan.npz", t=t, g=g)
+    rc = main(["fit", str(tmp_path / "nan.npz"), "--channels", "g", "--envs", "2", "--no-progress",
+               "--out", str(tmp_path / "out")])  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert rc == 0 and lines[0].startswith("warning: 10 of 20000 values of 'g' are not numbers (10 nan), the "
+                                           "first 50 s from its start: left out of every estimate and not "
+                                           "counted as lost samples")  # fmt: skip
+    assert lines[1].startswith("g -> [sensors.g]: T_s 0.01 s, dropout 0, 10 values not numbers;"), lines[1]
+    fitted = tomllib.loads((tmp_path / "out" / "fitted.toml").read_text())["sensors"]["g"]
+    assert fitted["dropout"] == 0.0 and "dropout_burst" not in fitted
+
+
+def test_a_ulog_channel_gets_its_unit_from_the_field_name(tmp_path, capsys):
+    pytest.importorskip("pyulog")
+    log = Path(__file__).resolve().parents[1] / "data" / "px4_sensor_combined.ulg"
+    rc = main(["fit", str(log), "--channels", "sensor_combined.gyro_rad[0]",
+               "sensor_combined.accelerometer_m_s2[2]", "--envs", "2", "--no-progress",
+               "--out", str(tmp_path / "out")])  # fmt: skip
+    capsys.readouterr()
+    report = (tmp_path / "out" / "fit_report.md").read_text()
+    assert rc == 0 and "(rad/s)/√Hz" in report and "(m/s^2)/√Hz" in report  # issue 33: "0/√Hz", "2/√Hz"
+    assert "0/√Hz" not in report and "2/√Hz" not in report

@@ -36,7 +36,7 @@ def test_csv_other_delimiter_and_missing_values(tmp_path):
 def test_npz_arrays_and_columns(tmp_path):
     t = np.arange(100) * 0.01
     imu = np.random.default_rng(0).normal(size=(100, 3))
-    np.savez(tmp_path / "log.npz", time=t, imu=imu, temp=np.ones(100))
+    np.savez(tmp_path / "log.npz", time=t, imu=imu, temp=np.linspace(20.0, 20.5, 100))
     a, b = read_channels(tmp_path / "log.npz", ["imu[2]", "temp"])
     np.testing.assert_array_equal(a.values, imu[:, 2])
     np.testing.assert_array_equal(b.times, t)
@@ -80,12 +80,15 @@ def test_ros2_bag_and_mcap_hold_the_same_messages():
         DATA / "jackal_imu_ros2" / "jackal_imu_ros2.db3",
         DATA / "jackal_imu.mcap",
     ):
-        [wz, cov] = read_channels(
-            path, ["/imu/data.angular_velocity.z", "/imu/data.angular_velocity_covariance[8]"]
-        )
+        [wz] = read_channels(path, ["/imu/data.angular_velocity.z"])
         np.testing.assert_array_equal(wz.values, values)
         np.testing.assert_allclose(wz.times, stamps)
-        assert len(cov.values) == 500
+        # an element of an array field is read too: this one is a constant (the driver's covariance), and
+        # a channel that never changes is refused for that reason, naming its value
+        with pytest.raises(
+            FitError, match=r"holds the one value 2\.5e-05 in all its 500 samples: there is no"
+        ):
+            read_channels(path, ["/imu/data.angular_velocity_covariance[8]"])
 
 
 @pytest.mark.parametrize(
@@ -130,7 +133,7 @@ def test_a_bad_csv_is_one_line(tmp_path, text, words):
 
 
 def _column(n: int, start: float, step: float) -> str:
-    rows = "".join(f"{start + i * step:g},{0.01 * (i % 7)}\n" for i in range(n))
+    rows = "".join(f"{start + i * step!r},{0.01 * (i % 7)}\n" for i in range(n))
     return rows
 
 
@@ -141,9 +144,20 @@ def _column(n: int, start: float, step: float) -> str:
         ("gx,gy", "0.01,0.2\n-0.02,0.1\n0.03,0.3\n-0.01,0.2\n", ["no time column", "--time COLUMN"]),
         # a sample counter is not seconds (audit: accepted as T_s = 1 s)
         ("sample,gx", _column(50, 0, 1), ["counts samples (steps of exactly 1)", "--time COLUMN"]),
-        # the header gives another unit (audit: milliseconds gave T_s = 10 s)
-        ("t_ms,gx", _column(50, 0, 10), ["is in milliseconds by its name", "divide by 1000"]),
-        ("time [us],gx", _column(50, 0, 5000), ["is in microseconds", "divide by 1e6"]),
+        # numbers that step by 10 with no unit said (issue 33 item 16a: milliseconds named `time` gave
+        # a warning and then T_s = 10 s): refused, naming the likely unit and the flag that says it
+        (
+            "time,gx",
+            _column(50, 0, 10),
+            [
+                "median interval of 10: as seconds a 0.1 Hz sensor",
+                "in milliseconds it is a 100 Hz sensor",
+                "--time-unit ms",
+            ],
+        ),
+        ("time,gx", _column(50, 0, 5000), ["in microseconds it is a 200 Hz sensor", "--time-unit us"]),
+        ("stamp,gx", _column(50, 1.7e18, 4e6), ["a Unix time in nanoseconds", "--time-unit ns"]),
+        ("time,gx", _column(50, 1.7e12, 5), ["a Unix time in milliseconds", "--time-unit ms"]),
     ],
 )
 def test_a_time_column_that_is_not_seconds_is_one_line(tmp_path, header, rows, words):
@@ -163,11 +177,45 @@ def test_numbers_in_messages_are_plain(tmp_path):
     assert "(0.25 then 0.125)" in str(e.value) and "np.float64" not in str(e.value)
 
 
-def test_a_slow_time_column_is_a_warning(tmp_path):
+def test_a_slow_sensor_is_read_once_its_unit_is_said(tmp_path):
     path = tmp_path / "slow.csv"
-    path.write_text("time,x\n" + _column(20, 0, 2.0))
-    [x] = read_channels(path, ["x"])  # a 0.5 Hz sensor may be real: read, with a warning
-    assert len(x.warnings) == 1 and "median interval of 2 s" in x.warnings[0]
+    path.write_text("time,x\n" + _column(20, 1.7e9, 2.0))  # a Unix time in seconds, every 2 s
+    with pytest.raises(FitError, match=r"its first value 1\.7e\+09 is a Unix time in seconds\. Fix: pass "
+                                       r"--time-unit s if the sensor is that slow"):  # fmt: skip
+        read_channels(path, ["x"])
+    [x] = read_channels(path, ["x"], time_unit="s")  # a 0.5 Hz sensor may be real: said, read
+    assert x.warnings == [] and np.diff(x.times).tolist() == [2.0] * 19
+
+
+@pytest.mark.parametrize(
+    ("header", "step", "unit", "interval"),
+    [("t_ms", 10, "milliseconds", 0.01), ("time [us]", 5000, "microseconds", 0.005),
+     ("stamp_ns", 2.5e6, "nanoseconds", 0.0025), ("time (μs)", 1000, "microseconds", 0.001)],
+)  # fmt: skip
+def test_a_time_column_named_in_another_unit_is_read_in_it_with_a_line(
+    tmp_path, header, step, unit, interval
+):
+    path = tmp_path / "log.csv"
+    path.write_text(f"{header},gx\n{_column(50, 0, step)}")
+    [gx] = read_channels(path, ["gx"])
+    assert np.allclose(np.diff(gx.times), interval, rtol=1e-9)
+    assert gx.warnings == [f"the first column {header!r} is read as {unit}, as its name says (--time-unit "
+                           "sets another unit)"]  # fmt: skip
+
+
+def test_a_time_unit_is_checked_against_the_name(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("time,gx\n" + _column(50, 0, 10))
+    [gx] = read_channels(path, ["gx"], time_unit="ms")  # the millisecond column of item 16a, said
+    assert np.allclose(np.diff(gx.times), 0.01) and gx.warnings == []
+    path.write_text("t_ms,gx\n" + _column(50, 0, 10))
+    with pytest.raises(FitError, match=r"--time-unit s contradicts the first column 't_ms', which is in "
+                                       r"milliseconds by its name\. Fix: drop --time-unit"):  # fmt: skip
+        read_channels(path, ["gx"], time_unit="s")
+    with pytest.raises(FitError, match=r"--time-unit 'min' is not a unit of time\. Fix: use one of s, ms"):
+        read_channels(path, ["gx"], time_unit="min")
+    with pytest.raises(FitError, match=r"--time-unit ms: a \.ulg log carries its own time stamps"):
+        read_channels(DATA / "px4_sensor_combined.ulg", ["sensor_combined.gyro_rad[0]"], time_unit="ms")
 
 
 def test_a_header_without_rows_is_one_line_and_no_numpy_warning(tmp_path):
