@@ -197,6 +197,7 @@ class SensorManager(ManagerPersistence):
                 "e.g. sg.StateSensorOptions(key='obs')."
             )
         cls = Sensor.registered_class(type(options))
+        options.check_with_dt(self.dt)
         name = name if name is not None else f"{cls.__name__}_{len(self.sensors)}"
         if name in self._names:
             raise ValueError(f"add_sensor(name={name!r}): a sensor with this name already exists.")

@@ -223,6 +223,14 @@ def _burst(options: SensorOptions, name: str, value: Any) -> float | Distributio
             raise options._err(name, value, "a mean burst length must be a finite number >= 1", fix)
         lo = value
     p = bounds_of(options.dropout)[1]
+    if p == 0.0:
+        raise options._err(
+            name,
+            value,
+            "dropout is 0, so no sample is ever lost and a mean length of a run of lost samples means "
+            "nothing",
+            f"give the loss fraction too, e.g. dropout=0.05, {name}={value!r}; or leave {name}=None",
+        )
     if p > lo / (lo + 1.0) + 1e-12:
         q = p / (lo * (1.0 - p))
         raise options._err(
@@ -313,6 +321,9 @@ class SensorOptions:
         return option_error(type(self).__name__, name, value, why, fix)
 
     # -- helpers used by the manager -------------------------------------------------------------------
+    def check_with_dt(self, dt: float) -> None:
+        """The checks that need the control step ``dt`` (run by ``SensorManager.add_sensor``); none here."""
+
     def randomized_fields(self) -> tuple[str, ...]:
         """Names of fields given as distributions (directly or per component)."""
         out = []
@@ -407,6 +418,11 @@ class SimpleSensorOptions(SensorOptions):
         "scale_factor",
         "bandwidth",
     )
+    def check_with_dt(self, dt: float) -> None:
+        """A ``bandwidth`` below the Nyquist rate of the sensor's own samples, ``T_s = dt`` where
+        ``update_period`` can be 0."""
+        nyquist_error(self, self.bandwidth, dt)
+
     #: the terms that add an unbounded random value: a component with one of them non-zero has no bounds
     #: (the observation space of its measured reading is unbounded there)
     unbounded_terms: ClassVar[tuple[str, ...]] = (
@@ -476,10 +492,11 @@ def _scale_factor(options: SimpleSensorOptions, name: str, value: Any) -> Compon
         lo = bounds_of(v)[0]
         if lo <= -1.0:
             where = f"component {i}: " if isinstance(value, tuple) else ""
+            what = f"it can produce {lo:g}" if isinstance(v, Distribution) else f"{lo:g} is not above -1"
             raise options._err(
                 name,
                 value,
-                f"{where}it can be {lo:g}; a gain 1 + k must stay positive, so k > -1",
+                f"{where}{what}; a gain 1 + k must stay positive, so k > -1",
                 "use a scale-factor error above -1, e.g. scale_factor=0.01 (1 %) or sg.Uniform(-0.02, 0.02)",
             )
     return value
@@ -526,6 +543,41 @@ def _exclusive_with(other: str) -> Callable[..., ComponentValue]:
     return check
 
 
+def _bandwidth(options: SimpleSensorOptions, name: str, value: Any) -> ComponentValue:
+    """A cut-off ``f_c >= 0`` (Hz) below the Nyquist rate ``1 / (2 T_s)`` of the sensor's own samples, where
+    ``update_period`` fixes ``T_s`` (else the manager checks it against ``dt``: :meth:`check_with_dt`)."""
+    value = _component(options, name, value)
+    lo, _ = bounds_of(options.update_period)
+    if lo > 0:
+        nyquist_error(options, value, None)
+    return value
+
+
+def nyquist_error(options: SimpleSensorOptions, value: Any, dt: float | None) -> None:
+    """Raise when a ``bandwidth`` can reach the Nyquist rate ``1 / (2 T_s)``: the sensor's samples cannot
+    carry a frequency above it, so such a filter is no filter of this sensor (a bandwidth given for
+    another rate, or in rad/s). ``T_s`` is the longest sample interval ``update_period`` can give, ``dt``
+    where it can be 0."""
+    lo, hi = bounds_of(options.update_period)
+    longest = max(hi, dt if (dt is not None and lo <= 0) else 0.0)
+    if longest <= 0:
+        return
+    nyquist = 1.0 / (2.0 * longest)
+    for i, v in enumerate(_per_component(value)):
+        f_hi = bounds_of(v)[1]
+        if f_hi >= nyquist:
+            where = f"component {i}: " if isinstance(value, tuple) else ""
+            source = "update_period" if hi >= longest and hi > 0 else "dt"
+            raise options._err(
+                "bandwidth",
+                value,
+                f"{where}{f_hi:g} Hz is at or above the Nyquist rate {nyquist:g} Hz of the sensor's own "
+                f"samples (T_s = {longest:g} s, its {source}); a first-order filter's cut-off must lie below it",
+                f"give the cut-off in Hz below {nyquist:g} (e.g. the datasheet's bandwidth), or a shorter "
+                "update_period if the sensor samples faster",
+            )
+
+
 def _correlation_time(options: SimpleSensorOptions, name: str, value: Any) -> ComponentValue:
     """``tau_c``: required (> 0) wherever ``bias_instability`` can be non-zero."""
     value = _component(options, name, value)
@@ -549,5 +601,5 @@ SimpleSensorOptions._field_checks = (
     ("bias_instability", _component),
     ("bias_correlation_time", _correlation_time),
     ("scale_factor", _scale_factor),
-    ("bandwidth", _component),
+    ("bandwidth", _bandwidth),
 )

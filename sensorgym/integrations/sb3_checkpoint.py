@@ -72,6 +72,15 @@ def _vec_normalize(nodes: list[Any]) -> Any:
     return next((n for n in nodes if isinstance(n, VecNormalize)), None)
 
 
+def _is_adapter(node: Any) -> bool:
+    """Whether ``node`` is the SB3 ``VecEnv`` over the Gymnasium stack (``SB3VecEnv``: an SB3 ``VecEnv``
+    that wraps no other, stateless between steps), told by SB3's classes (importing the adapter's module
+    from here would be an import circle: it imports this one)."""
+    from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+    return isinstance(node, VecEnv) and not isinstance(node, VecEnvWrapper)
+
+
 #: attributes of a wrapper that are not its state: the wrapped env, and SB3's monitor's open log writer
 _NOT_STATE = ("env", "venv", "class_attributes", "results_writer")
 
@@ -84,12 +93,10 @@ def _wrapper_states(nodes: list[Any]) -> list[tuple[str, Any]]:
     import copy
     import pickle
 
-    from .sb3 import SB3VecEnv
-
     vec_normalize = _vec_normalize(nodes)
     states = []
     for node in nodes[:-1]:
-        if node is vec_normalize or isinstance(node, SB3VecEnv):
+        if node is vec_normalize or _is_adapter(node):
             continue
         if callable(getattr(node, "state_dict", None)):
             state = node.state_dict()
@@ -110,10 +117,8 @@ def _wrapper_states(nodes: list[Any]) -> list[tuple[str, Any]]:
 def _load_wrapper_states(nodes: list[Any], saved: list[tuple[str, Any]], file: Path) -> None:
     """Put :func:`_wrapper_states` back into the same wrappers of a freshly built stack; a stack with other
     wrappers is refused, naming both, before anything changes."""
-    from .sb3 import SB3VecEnv
-
     vec_normalize = _vec_normalize(nodes)
-    here = [n for n in nodes[:-1] if n is not vec_normalize and not isinstance(n, SB3VecEnv)]
+    here = [n for n in nodes[:-1] if n is not vec_normalize and not _is_adapter(n)]
     names = [type(n).__qualname__ for n in here]
     if names != [name for name, _ in saved]:
         raise ValueError(

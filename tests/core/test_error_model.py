@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sensorgym as sg
+from sensorgym.core.options import bounds_of
 
 from ..helpers import FilterOptions, as_np
 from .reference import ReferenceManager
@@ -68,13 +69,16 @@ def _model_options(draw) -> dict:
         kw["bias_correlation_time"] = draw(st.sampled_from([0.5, 3.0, sg.Uniform(0.2, 2.0)]))
     if draw(st.booleans()):
         kw["scale_factor"] = draw(st.sampled_from([0.05, [-0.1, 0.2], sg.Uniform(-0.05, 0.05)]))
-    if draw(st.booleans()):
-        kw["bandwidth"] = draw(st.sampled_from([2.0, [0.0, 4.0], sg.Uniform(0.5, 8.0)]))
     kw["update_period"] = draw(
         st.sampled_from([0.0, 0.02, 0.25, 0.1, sg.Uniform(0.02, 0.3), sg.Choice([0.0, 0.05])])
     )
+    if draw(st.booleans()):  # cut-offs below the Nyquist rate of the longest own sample interval
+        nyquist = 1.0 / (2.0 * max(bounds_of(kw["update_period"])[1], 0.1))  # dt = 0.1
+        kw["bandwidth"] = draw(
+            st.sampled_from([0.4 * nyquist, [0.0, 0.8 * nyquist], sg.Uniform(0.1 * nyquist, 0.95 * nyquist)])
+        )
     kw["dropout"] = draw(st.sampled_from([0.0, 0.2, sg.Uniform(0.0, 0.3)]))
-    if draw(st.booleans()):
+    if kw["dropout"] != 0.0 and draw(st.booleans()):  # a burst length needs losses (refused without)
         kw["dropout_burst"] = draw(st.sampled_from([1.0, 3.0, sg.Uniform(1.0, 4.0)]))
     kw["delay"] = draw(st.sampled_from([0.0, 0.1, 0.2]))
     kw["history_length"] = draw(st.integers(0, 3))
