@@ -145,8 +145,7 @@ class DelayLine:
         """Take the buffers the reads work on as arrays of their executor (at build, and when the class
         plans again: after a setter, a checkpoint, a copy)."""
         self.xp, self.read_xp = self.binding.xp, self._read_binding.xp
-        self.ring.bind(self.binding)  # the ring's own per-slot arrays serve the fixed shift (no second set)
-        self._cache = self.binding.array(self.cache)
+        self._cache = self.binding.array(self.cache)  # the ring's own slot arrays serve the fixed shift
         view, a = self._read_binding.array, _Arrays()
         for name, value in vars(self._tables).items():
             setattr(a, name, tuple(map(view, value)) if isinstance(value, tuple) else view(value))
@@ -156,7 +155,8 @@ class DelayLine:
     # -- the two reads (stages of the class's capture) -----------------------------------------------------
     def hold_fixed_shift(self, ctx: CaptureContext) -> None:
         """Stage: every env and sensor reads the snapshot ``fixed_shift`` steps back (one slot copy)."""
-        self.xp.copyto(self._cache, self.ring.array_at(self.fixed_shift))
+        ring = self.ring
+        self.xp.copyto(self._cache, ring.arrays[(self.clock.t - self.fixed_shift) % ring.depth])
 
     def sample_delay(self, ctx: CaptureContext) -> None:
         """Stage: draw every env's and sensor's shift (monotone) and gather the snapshots it shows."""

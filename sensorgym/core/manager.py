@@ -313,7 +313,7 @@ class SensorManager(ManagerPersistence):
                 "step() before reset(): the manager captures the first snapshot of each episode at "
                 "reset. Fix: call mgr.reset(state) once before stepping."
             )
-        mask = None if known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
+        mask = None if reset_mask is None or known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
         if mask is not None and mask is not reset_mask and known_empty(mask):
             mask = None  # integers that select nothing (a done vector of zeros): a plain step, like False
         for storage in self._stores.values():  # every class validates before anything is written
@@ -392,8 +392,12 @@ class SensorManager(ManagerPersistence):
                 if mask is not None:
                     storage.resample(mask)
                     storage.cls._reset_envs(storage.md, mask)
+            fill = self.random.fill_normal  # one generator: the C method itself (no Python frame per step)
             for draws in self._normal_draws:
-                self.random.normal_(draws, ctx.rows, 1)
+                if fill is not None:
+                    fill(draws)
+                else:
+                    self.random.normal_(draws, ctx.rows, 1)
             for storage in self._stores.values():
                 storage.capture(state, ctx)
             if not advancing:

@@ -115,6 +115,9 @@ class SensorMetadata:
         self.context = STEP  # replaced by the manager for every capture (a frozen CaptureContext)
         # what finish_raw_capture runs (NaN policy; in reset captures also the timeline prefill)
         self._raw_stages = (tuple(raw_step_stages), tuple(raw_reset_stages))
+        #: whether a plain step's raw capture has a stage to finish with (the NaN policy): the default hook
+        #: skips :meth:`finish_raw_capture` otherwise (reset captures always finish it)
+        self.finishes_raw = bool(raw_step_stages)
         #: the class's executor, bound to its buffers (:class:`~sensorgym.core.xp.Binding`)
         self.binding = binding if binding is not None else imperfections.binding
         #: ``array(t)``: ``t`` as an array of :attr:`xp`, the tensor itself (torch executor) or a numpy view

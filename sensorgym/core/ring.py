@@ -129,11 +129,14 @@ class Ring:
 
     def bind(self, binding: Any) -> None:
         """Take the slots as arrays of ``binding``'s executor (see :class:`~sensorgym.core.xp.Binding`) for
-        :meth:`array_at` and :attr:`array_buffer`; None: the tensors themselves (the torch executor)."""
+        :attr:`arrays` and :attr:`array_buffer`; None: the tensors themselves (the torch executor)."""
+        #: the storage slots as arrays of the bound executor, in storage order: slot ``(t - k) % depth`` is
+        #: the snapshot ``k`` steps back (a stage indexes it inline: one lookup, no call, per step)
+        self.arrays: tuple[Any, ...]
         if binding is None:
-            self._arrays, self.array_buffer = self._slots, self.buffer
+            self.arrays, self.array_buffer = self._slots, self.buffer
         else:
-            self._arrays = tuple(binding.array(slot) for slot in self._slots)
+            self.arrays = tuple(binding.array(slot) for slot in self._slots)
             self.array_buffer = binding.array(self.buffer)
 
     def slot(self, k: int) -> int:
@@ -148,7 +151,7 @@ class Ring:
 
     def array_at(self, k: int) -> Any:
         """:meth:`at` as an array of the bound executor (a numpy view of the slot on the numpy executor)."""
-        return self._arrays[(self.clock.t - k) % self.depth]
+        return self.arrays[(self.clock.t - k) % self.depth]
 
     def block(self, start: int, width: int) -> Ring:
         """A ring over a contiguous block of each snapshot's storage: snapshot columns

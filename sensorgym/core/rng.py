@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,9 @@ class RandomSource:
     call is for and ``row_dim`` which axis of ``out`` indexes envs."""
 
     generator: torch.Generator  # for custom hooks (``md.generator``)
+    #: ``fill_normal(out)``: standard normals into every row of ``out`` as one C call, where the source
+    #: draws every row alike (one generator); None: call :meth:`normal_` with the rows
+    fill_normal: Any = None
 
     def seed(self, seed: int | Sequence[int] | None) -> None:
         raise NotImplementedError
@@ -62,6 +66,8 @@ class BatchRandom(RandomSource):
 
     def __init__(self, device: torch.device | str, seed: int | None = None) -> None:
         self.generator = torch.Generator(device=device)
+        #: ``fill_normal(out)``: :meth:`normal_` of every row, as the bound C method (what a step calls)
+        self.fill_normal = functools.partial(torch.Tensor.normal_, generator=self.generator)
         self.seed(seed)
 
     def seed(self, seed: int | Sequence[int] | None) -> None:

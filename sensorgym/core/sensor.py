@@ -417,7 +417,8 @@ class SimpleSensor(Sensor):
     @classmethod
     def _update_shared_cache(cls, state, md, gt_timeline, measured_timeline, intermediate) -> None:
         cls._update_current_timestep_data(state, md, gt_timeline, measured_timeline)
-        md.finish_raw_capture(gt_timeline, measured_timeline)
+        if md.finishes_raw or md.context.reset_mask is not None:  # a NaN policy; a reset's prefill
+            md.finish_raw_capture(gt_timeline, measured_timeline)
         cls._apply_transform(md, gt_timeline.at(0), gt_timeline, is_measured=False)
         measured = measured_timeline.at(0)
         cls._apply_transform(md, measured, measured_timeline, is_measured=True)

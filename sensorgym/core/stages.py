@@ -179,7 +179,7 @@ class PrefillTimelines:
 
 # -- the stages of a class's capture ----------------------------------------------------------------------
 # Each stage is written once against its class's executor (``binding.xp``), on arrays bound when the class
-# plans (ring slots through ``Ring.array_at``, caches through ``binding.array``).
+# plans (ring slots through ``Ring.arrays``, indexed by the clock inline; caches through ``binding.array``).
 class CopyToReturnCache:
     """Stage: the latest snapshot of ``source`` (its slot 0) into a return cache."""
 
@@ -189,7 +189,8 @@ class CopyToReturnCache:
         self.source, self.cache, self.copy = source, binding.array(cache), binding.xp.copyto
 
     def __call__(self, ctx: CaptureContext) -> None:
-        self.copy(self.cache, self.source.array_at(0))
+        source = self.source
+        self.copy(self.cache, source.arrays[source.clock.t % source.depth])
 
 
 class ProjectIntoRing:
@@ -218,12 +219,13 @@ class ProjectIntoRing:
         self.copy, self.cache = binding.xp.copyto, binding.array(cache)
 
     def __call__(self, ctx: CaptureContext) -> None:
+        ring, source = self.ring, self.source
         if self.identity:
-            slot = self.ring.array_at(0)
-            self.copy(slot, self.source.array_at(0))
+            slot = ring.arrays[ring.clock.t % ring.depth]
+            self.copy(slot, source.arrays[source.clock.t % source.depth])
         else:
             self._project()
-            slot = self.ring.array_at(0)
+            slot = ring.arrays[ring.clock.t % ring.depth]
         if self.cache is not None:
             self.copy(self.cache, slot)
 
@@ -262,7 +264,8 @@ class WriteHistory:
         self.history, self.cache, self.copy = history, binding.array(cache), binding.xp.copyto
 
     def __call__(self, ctx: CaptureContext) -> None:
-        self.copy(self.history.array_at(0), self.cache)
+        history = self.history
+        self.copy(history.arrays[history.clock.t % history.depth], self.cache)
 
 
 class PadRing:

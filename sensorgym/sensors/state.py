@@ -121,35 +121,10 @@ def _runs(sensors: list) -> list[tuple[str, slice, list]]:
     return plan
 
 
-def _selections(md: Any, cols: slice, sensors: list, x: Any) -> list[tuple[slice, Any]]:
-    """The raw columns of a run of sensors reading the entry ``x`` (a tensor or a numpy array), each with
-    its ``(B, c)`` source: one for the run when every sensor selects from a 2-D entry (the concatenated
-    indices), else one per sensor (its ``index``, or the whole entry). The selections are decided once per
-    run, entry shape and device (a slice for a contiguous ascending range: a view)."""
-    device = x.device if torch.is_tensor(x) else None  # None: a numpy array
-    plans = md.constants.setdefault("state_selections", {})
-    key = (cols.start, x.shape, device)  # two runs may read one entry: their columns tell them apart
-    plan = plans.get(key)
-    if plan is None:
-        plan = plans[key] = _selection_plan(cols, sensors, x.ndim, x.shape, device)
-    b, ndim = x.shape[0], x.ndim
-    if ndim == 1:
-        x = x[:, None]
-    out = []
-    for columns, pick in plan:
-        if pick is None:
-            y = x
-        elif isinstance(pick, slice) or device is None:
-            y = x[..., pick]
-        else:
-            y = x.index_select(-1, pick)
-        # a 1-D or 2-D entry's selection is (B, c) already: a reshape would cost as much as the pick
-        out.append((columns, y.reshape(b, -1) if ndim > 2 else y))
-    return out
-
-
 def _selection_plan(cols: slice, sensors: list, ndim: int, shape: tuple, device: Any) -> list[tuple]:
-    """``[(raw columns, pick)]`` of :func:`_selections` (``pick``: None, a slice, or index array/tensor)."""
+    """The column picks of a run of sensors reading one entry: ``[(raw columns, pick)]`` (``pick``: None,
+    a slice, or an index array/tensor): one for the run when every sensor selects from a 2-D entry (the
+    concatenated indices), else one per sensor (its ``index``, or the whole entry)."""
     n = shape[-1] if ndim > 1 else 1
 
     def pick(index: list[int]) -> Any:
@@ -249,6 +224,8 @@ class StateSensor(SimpleSensor):
     def _init_metadata(cls, md: Any) -> None:
         super()._init_metadata(md)
         md.constants["state_plan"] = _runs(md.sensors)  # the read plan, made once at build
+        md.constants["state_selections"] = {}  # per run, entry shape and device: the column picks
+        md.constants["raw_views"] = {}  # numpy views of the raw slots, by address
 
     @classmethod
     def _check_state(cls, state: Any, md: Any) -> None:
@@ -258,7 +235,8 @@ class StateSensor(SimpleSensor):
         passed = md.constants.setdefault("checked_entries", {})
         for s in md.sensors:
             o = s.options
-            entry = _entry(state, o.key, s.name)
+            # a dict holding the key: the entry (every step); anything else: _entry's checks and messages
+            entry = state[o.key] if type(state) is dict and o.key in state else _entry(state, o.key, s.name)
             sig = (type(entry), getattr(entry, "shape", None), getattr(entry, "dtype", None))
             if sig[1] is not None and passed.get(s.name) == sig:
                 continue
@@ -283,11 +261,24 @@ class StateSensor(SimpleSensor):
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         """One definition for numpy and torch entries: every run of sensors is selected from its entry
         (numpy arrays stay numpy, torch tensors stay torch) and written into its raw columns."""
-        plan = md.constants["state_plan"]
+        constants = md.constants
+        plan, selections = constants["state_plan"], constants["state_selections"]
         # numpy entries into a CPU buffer are written through a numpy view of it: a numpy assignment
-        # (which casts like copy_) costs a fraction of a torch op's dispatch
-        view = md.numpy_view(raw) if raw.dtype in _NUMPY_DTYPES else None
-        numpy_route = view is not None and not any(torch.is_tensor(state[key]) for key, _, _ in plan)
+        # (which casts like copy_) costs a fraction of a torch op's dispatch. The views of the raw slots
+        # (one per timeline phase) are made once each, then looked up by address
+        view = None
+        if raw.dtype in _NUMPY_DTYPES:
+            views = constants["raw_views"]
+            view = views.get(raw.data_ptr())
+            if view is None:  # made once (False: numpy cannot view it, e.g. on a GPU); a copied manager's
+                # entries are None (its views are not copied) and its slots have other addresses
+                made = md.numpy_view(raw)
+                view = views[raw.data_ptr()] = False if made is None else made
+        numpy_route = view is not None and view is not False
+        for key, _, _ in plan:
+            if torch.is_tensor(state[key]):
+                numpy_route = False
+                break
         target = view if numpy_route else raw
         entries: dict[str, Any] = {}  # each state entry converted once per step
         parts: list[tuple[slice, Any]] = []  # (raw columns, (B, c) source), in column order
@@ -300,7 +291,26 @@ class StateSensor(SimpleSensor):
                 else:
                     x = src if torch.is_tensor(src) else _as_tensor(np.asarray(src), raw)
                 entries[key] = x
-            parts += _selections(md, cols, sensors, x)
+            # the run's column picks, decided once per entry shape and device (two runs may read one
+            # entry: their columns tell them apart); a slice for a contiguous ascending range: a view
+            device = x.device if torch.is_tensor(x) else None  # None: a numpy array
+            picks = selections.get((cols.start, x.shape, device))
+            if picks is None:
+                picks = selections[(cols.start, x.shape, device)] = _selection_plan(
+                    cols, sensors, x.ndim, x.shape, device
+                )
+            b, ndim = x.shape[0], x.ndim
+            if ndim == 1:
+                x = x[:, None]
+            for columns, pick in picks:
+                if pick is None:
+                    y = x
+                elif isinstance(pick, slice) or device is None:
+                    y = x[..., pick]
+                else:
+                    y = x.index_select(-1, pick)
+                # a 1-D or 2-D entry's selection is (B, c) already: a reshape would cost as much as the pick
+                parts.append((columns, y.reshape(b, -1) if ndim > 2 else y))
         if (
             not numpy_route
             and len(parts) > 1
