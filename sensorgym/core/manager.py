@@ -313,7 +313,9 @@ class SensorManager(ManagerPersistence):
                 "step() before reset(): the manager captures the first snapshot of each episode at "
                 "reset. Fix: call mgr.reset(state) once before stepping."
             )
-        mask = None if reset_mask is None or known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
+        mask = (
+            None if reset_mask is None or known_empty(reset_mask) else self._to_mask(reset_mask, "reset_mask")
+        )
         if mask is not None and mask is not reset_mask and known_empty(mask):
             mask = None  # integers that select nothing (a done vector of zeros): a plain step, like False
         for storage in self._stores.values():  # every class validates before anything is written
