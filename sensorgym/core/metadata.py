@@ -12,7 +12,7 @@ be cached in ``md.constants``.
 
 ``md`` owns no parameter itself: the values live in the class's
 :class:`~sensorgym.core.parameters.ParameterTable` (``md.params``: randomization, setters) and the
-random-walk state and draws in its :class:`~sensorgym.core.imperfections.HardwareImperfections`
+error terms' state and draws in its :class:`~sensorgym.core.error_model.ErrorModel`
 (``md.imperfections``); the attributes above read them.
 
 Example:
@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ from .parameters import COMPONENT_FIELDS, TIME_FIELDS
 from .xp import Binding
 
 if TYPE_CHECKING:
-    from .imperfections import HardwareImperfections
+    from .error_model import ErrorModel
     from .parameters import ParameterTable
     from .protocols import SensorHandle
     from .ring import Ring
@@ -77,13 +78,6 @@ class CaptureContext:
 STEP = CaptureContext()
 
 
-def _read(component: str, name: str, doc: str) -> property:
-    def get(self: SensorMetadata) -> Any:
-        return getattr(getattr(self, component), name)
-
-    return property(get, doc=doc)
-
-
 class SensorMetadata:
     """Metadata of one sensor class, shared by all its instances and envs (see the module docstring)."""
 
@@ -96,7 +90,7 @@ class SensorMetadata:
         device: torch.device,
         random: RandomSource,
         params: ParameterTable,
-        imperfections: HardwareImperfections,
+        imperfections: ErrorModel,
         raw_step_stages: list = (),
         raw_reset_stages: list = (),
         binding: Binding | None = None,
@@ -130,11 +124,6 @@ class SensorMetadata:
         #: more than the numpy op it enables (:meth:`Binding.numpy <sensorgym.core.xp.Binding.numpy>`)
         self.numpy_view = self.binding.numpy
 
-    # -- the capture context ---------------------------------------------------------------------------
-    reset_mask = _read("context", "reset_mask", "``(B,)`` bool: envs whose episode starts now, or None.")
-    capture_rows = _read("context", "rows", "The envs the current capture is for (None: all).")
-    advancing = _read("context", "advancing", "False in a reset capture (time does not advance).")
-
     @property
     def executor(self) -> str:
         """``"torch"`` or ``"numpy"``: how the class's planned arithmetic runs (see
@@ -159,33 +148,35 @@ class SensorMetadata:
         for stage in self._raw_stages[ctx.reset_mask is not None]:
             stage(gt_timeline, measured_timeline, ctx)
 
-    # -- the parameter table (read-only views) ---------------------------------------------------------
-    noise = _read("params", "noise", "``(B, cols)`` noise std per env and component.")
-    bias = _read("params", "bias", "``(B, cols)`` bias per env and component.")
-    random_walk = _read("params", "random_walk", "``(B, cols)`` random-walk increment std.")
-    resolution = _read("params", "resolution", "``(B, cols)`` quantization step (0: off).")
-    resolution_step = _read("params", "resolution_step", "``resolution`` where > 0, else 1.")
-    resolution_active = _read("params", "resolution_active", "``resolution > 0``.")
-    delay_seconds = _read("params", "delay_seconds", "``(B, n_sensors)`` delay in seconds.")
-    jitter_seconds = _read("params", "jitter_seconds", "``(B, n_sensors)`` jitter in seconds.")
-    delay_steps = _read("params", "delay_steps", "``(B, n_sensors)`` ``round(delay / dt)``.")
-    jitter_steps = _read("params", "jitter_steps", "``(B, n_sensors)`` ``min(jitter, delay) / dt``.")
-    has_component_params = _read("params", "has_component_params", "Whether the class has noise etc.")
-    has_noise = _read("params", "has_noise", "Whether any noise can be non-zero.")
-    has_bias = _read("params", "has_bias", "Whether any bias can be non-zero.")
-    has_random_walk = _read("params", "has_random_walk", "Whether any random walk can be non-zero.")
-    has_resolution = _read("params", "has_resolution", "Whether any resolution can be non-zero.")
-    has_jitter = _read("params", "has_jitter", "Whether any jitter can be non-zero.")
-    resolution_all_active = _read("params", "resolution_all_active", "Every component quantized.")
-    uniform_shift = _read("params", "fixed_shift", "The one delay shift of all envs, if fixed.")
 
-    def max_shift_per_sensor(self) -> list[int]:
-        """The deepest delay + jitter shift each sensor can reach from its options (ring sizing)."""
-        return self.params.max_shift_per_sensor()
+#: The custom-sensor surface of ``md`` (docs/custom_sensors.md): every name ``md`` forwards to the component
+#: that owns the value, declared here and only here: ``name -> (getter, doc)``. Everything else a hook
+#: reads is ``md``'s own (``sensors``, ``extra``, ``constants``, ``array``, ``xp``, ...) or its owner's
+#: (``md.params.times.delay_seconds``, ``md.imperfections.table("sigma")``).
+def _value(field: str) -> Callable[[SensorMetadata], Any]:
+    return lambda md: md.params.components.values[field]
 
-    # -- the default imperfections' state --------------------------------------------------------------
-    random_walk_state = _read("imperfections", "random_walk_state", "``(B, cols)`` drift accumulator.")
-    noise_draw = _read("imperfections", "noise_draw", "This step's standard normals for noise.")
-    random_walk_draw = _read("imperfections", "random_walk_draw", "This step's normals for the walk.")
-    scratch = _read("imperfections", "scratch", "``(B, cols)`` scratch of the default imperfections.")
-    compiled = _read("imperfections", "compiled", "Whether the default imperfections run compiled.")
+
+SURFACE: dict[str, tuple[Callable[[SensorMetadata], Any], str]] = {
+    "reset_mask": (
+        lambda md: md.context.reset_mask,
+        "``(B,)`` bool: envs whose episode starts now, or None.",
+    ),
+    "capture_rows": (lambda md: md.context.rows, "The envs the current capture is for (None: all)."),
+    "advancing": (lambda md: md.context.advancing, "False in a reset capture (time does not advance)."),
+    "noise": (_value("noise"), "``(B, cols)`` noise std per env and component."),
+    "bias": (_value("bias"), "``(B, cols)`` bias per env and component."),
+    "random_walk": (_value("random_walk"), "``(B, cols)`` random-walk increment std."),
+    "resolution": (_value("resolution"), "``(B, cols)`` quantization step (0: off)."),
+    "delay_steps": (lambda md: md.params.times.delay_steps, "``(B, n_sensors)`` ``round(delay / dt)``."),
+    "jitter_steps": (lambda md: md.params.times.jitter_steps, "``(B, n_sensors)`` effective jitter, steps."),
+    "random_walk_state": (
+        lambda md: md.imperfections.states.get("random_walk_state"),
+        "``(B, cols)`` the random walk's drift accumulator (None without per-component options).",
+    ),
+    "noise_draw": (lambda md: md.imperfections.draws(0), "This step's normals for the white noise, or None."),
+    "random_walk_draw": (lambda md: md.imperfections.draws(1), "This step's normals for the walk, or None."),
+    "scratch": (lambda md: md.imperfections.scratch, "``(B, cols)`` scratch of the default imperfections."),
+}
+for _name, (_get, _doc) in SURFACE.items():
+    setattr(SensorMetadata, _name, property(_get, doc=_doc))

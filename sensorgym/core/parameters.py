@@ -14,9 +14,9 @@ quantization steps), and everything that writes them:
 
 The state lives in three records, each with one responsibility: a :class:`TimeTable` (delay and jitter per
 sensor, their step tables and the flags of the delayed read), a :class:`ComponentTable` (one table per
-per-component field, which of them can be non-zero, the quantization tables) and, per field given as a
-distribution, a :class:`RandomizedField` (its distributions and the buffers its resample works in). The
-table's attributes of the same names (``delay_steps``, ``noise``, ``has_noise``, ...) read them.
+per-component field, which of them can be non-zero) and, per field given as a distribution, a
+:class:`RandomizedField` (its distributions and the buffers its resample works in); each value is read
+through its record (``table.times.delay_steps``, ``table.components.values["noise"]``).
 
 The delay rule itself is ``D = round(delay / dt)`` (half to even); the effective jitter is
 ``min(jitter, delay) / dt`` steps and can add at most ``ceil(jitter / dt)`` steps.
@@ -29,8 +29,10 @@ Example:
     ...     options, cache_slice, index, name = opts, slice(0, 2), 0, "x"
     >>> table = ParameterTable([S()], num_envs=3, dt=0.02, device=torch.device("cpu"),
     ...                        random=None, sensor_cols=[2], param_dtype=torch.float32)
-    >>> table.delay_steps[:, 0].tolist(), table.noise[0].tolist(), table.fixed_shift
-    ([2, 2, 2], [0.10000000149011612, 0.20000000298023224], 2)
+    >>> table.times.delay_steps[:, 0].tolist(), table.components.values["noise"][0].tolist()
+    ([2, 2, 2], [0.10000000149011612, 0.20000000298023224])
+    >>> table.times.fixed_shift
+    2
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from . import terms as _terms
 from .delay_law import JITTER_CEIL_TOLERANCE, delay_steps, jitter_extra_steps, seconds_to_steps
 from .options import SimpleSensorOptions, _can_be_nonzero, _per_component, bounds_of
 from .randomization import Distribution
@@ -53,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPONENT_FIELDS",
-    "MODEL_FIELDS",
     "TIME_FIELDS",
     "ComponentTable",
     "ParameterTable",
@@ -64,13 +66,8 @@ __all__ = [
 ]
 
 TIME_FIELDS = ("delay", "jitter")
+#: the per-component options a setter can switch on at run time: a floating class always holds their tables
 COMPONENT_FIELDS = ("noise", "bias", "random_walk", "resolution")
-#: the error-model options (docs/error_model.md; per component): a table is allocated only for a field
-#: some sensor of the class can make non-zero, so a class without them holds and saves nothing more
-MODEL_FIELDS = (
-    "noise_density", "random_walk_density", "bias_instability", "bias_correlation_time", "scale_factor",
-    "bandwidth",
-)  # fmt: skip
 _NON_NEGATIVE = ("noise", "random_walk", "resolution", "delay", "jitter")
 #: the flags a checkpoint carries (they say which imperfections a setter has switched on)
 FLAG_NAMES = (
@@ -99,21 +96,38 @@ def _components(value: Any) -> tuple:
 
 
 def _used_model_fields(sensors: list[Sensor]) -> tuple[str, ...]:
-    """The error-model fields some sensor can make non-zero (a correlation time comes with its bias
-    instability: a time alone changes nothing)."""
+    """The other options of the error terms (:data:`sensorgym.core.terms.TERMS`) that some sensor can make
+    non-zero, in term order: only those get a table, so a class without them holds and saves nothing more.
+    A term's :attr:`~sensorgym.core.terms.Term.follows` options (a correlation time) come with its first."""
 
     def used(name: str) -> bool:
         return any(
             bounds_of(v) != (0.0, 0.0)
             for s in sensors
             if isinstance(s.options, SimpleSensorOptions)
-            for v in _components(getattr(s.options, name))
+            for v in _components(getattr(s.options, name, 0.0))
         )
 
-    fields = [name for name in MODEL_FIELDS if name != "bias_correlation_time" and used(name)]
-    if "bias_instability" in fields:
-        fields.insert(fields.index("bias_instability") + 1, "bias_correlation_time")
-    return tuple(fields)
+    fields: list[str] = []
+    for term in _terms.TERMS:
+        for name in term.options:
+            if name in COMPONENT_FIELDS or name in term.follows:
+                continue
+            if used(name):
+                fields.append(name)
+                if name == term.options[0]:
+                    fields += list(term.follows)
+    # the order of the randomization columns and checkpoint tables from before the terms were records;
+    # a field of another term comes after these
+    return tuple(
+        sorted(fields, key=lambda f: _FIELD_ORDER.index(f) if f in _FIELD_ORDER else len(_FIELD_ORDER))
+    )
+
+
+_FIELD_ORDER = (
+    "noise_density", "random_walk_density", "bias_instability", "bias_correlation_time", "scale_factor",
+    "bandwidth",
+)  # fmt: skip
 
 
 class TimeTable:
@@ -152,10 +166,9 @@ class ComponentTable:
 
     One table per field in :attr:`values` (``noise``, ``bias``, ``random_walk``, ``resolution``, and the
     error-model fields of :attr:`model_fields`: those some sensor of the class can make non-zero), whether
-    each field can be non-zero (:attr:`nonzero`: the ``has_X`` flags the imperfection kernel is planned
-    from), and the quantization tables derived from ``resolution``: ``resolution_step`` (``r`` where
-    ``r > 0``, else 1: a safe divisor), ``resolution_active`` (``r > 0``) and ``resolution_all_active``
-    (every component quantized: no mask needed). A class without floating components (``dtype`` None)
+    each field can be non-zero (:attr:`nonzero`: the flags the error terms are planned from), and
+    ``resolution_all_active`` (every component quantized: no mask needed; the quantization tables are the
+    resolution term's, :mod:`sensorgym.core.terms`). A class without floating components (``dtype`` None)
     allocates no table and keeps its flags False.
     """
 
@@ -165,16 +178,13 @@ class ComponentTable:
         self.dtype = dtype
         self.values: dict[str, torch.Tensor] = {}
         self.nonzero: dict[str, bool] = dict.fromkeys(COMPONENT_FIELDS, False)
-        #: the error-model fields (MODEL_FIELDS) with a table: some sensor's options can make them non-zero
+        #: the error terms' other fields with a table: some sensor's options can make them non-zero
         self.model_fields: tuple[str, ...] = ()
         self.resolution_all_active = False
         if dtype is not None:
             p = dict(dtype=dtype, device=device)
             for name in COMPONENT_FIELDS:
                 self.values[name] = torch.zeros(num_envs, cols, **p)
-            self.resolution_step = torch.ones(num_envs, cols, **p)
-            self.resolution_active = torch.zeros(num_envs, cols, dtype=torch.bool, device=device)
-            self.one = torch.ones((), **p)
             self.model_fields = _used_model_fields(sensors)
             for name in self.model_fields:
                 self.values[name] = torch.zeros(num_envs, cols, **p)
@@ -207,46 +217,13 @@ class RandomizedField:
         self.draw_views = [(self.draws[:, sl], dist) for sl, dist in self.entries]
 
 
-def _time_view(name: str, doc: str, settable: bool = False) -> property:
-    def get(self: ParameterTable) -> Any:
-        return getattr(self.times, name)
-
-    def put(self: ParameterTable, value: Any) -> None:
-        setattr(self.times, name, value)
-
-    return property(get, put if settable else None, doc=doc)
-
-
-def _component_view(name: str) -> property:
-    def get(self: ParameterTable) -> torch.Tensor:
-        try:
-            return self.components.values[name]
-        except KeyError:
-            raise AttributeError(f"no table {name!r}: no sensor of the class can make it non-zero") from None
-
-    return property(get, doc=f"``(B, cols)`` {name} per env and component.")
-
-
-def _flag_view(name: str) -> property:
-    def get(self: ParameterTable) -> bool:
-        try:
-            return self.components.nonzero[name]
-        except KeyError:
-            raise AttributeError(f"no flag 'has_{name}': the class has no {name} table") from None
-
-    def put(self: ParameterTable, value: bool) -> None:
-        self.components.nonzero[name] = value
-
-    return property(get, put, doc=f"Whether any {name} can be non-zero.")
-
-
 class ParameterTable:
     """Per-env option values of one sensor class (see the module docstring).
 
-    The values live in three records: :attr:`times` (a :class:`TimeTable`: delay and jitter per sensor),
-    :attr:`components` (a :class:`ComponentTable`: noise, bias, ... per component) and, per field given as
-    a distribution, a :class:`RandomizedField`. The tables and flags read as attributes of the table
-    (``delay_steps``, ``noise``, ``has_noise``, ...) are views of them.
+    The values live in three records, each read through its own name: :attr:`times` (a :class:`TimeTable`:
+    delay and jitter per sensor, ``times.delay_steps``, ``times.fixed_shift``, ...), :attr:`components` (a
+    :class:`ComponentTable`: ``components.values["noise"]``, ``components.nonzero["noise"]``, ...) and, per
+    field given as a distribution, a :class:`RandomizedField`.
 
     Args:
         sensors: the class's sensors in column order (``.options``, ``.cache_slice``, ``.index``).
@@ -278,71 +255,9 @@ class ParameterTable:
         self._random: dict[str, RandomizedField] = {}
         self._init_from_options(sensor_cols)
 
-    # -- views of the records (what the other components and ``md`` read) ------------------------------
-    delay_seconds = _time_view("delay_seconds", "``(B, n_sensors)`` delay in seconds.")
-    jitter_seconds = _time_view("jitter_seconds", "``(B, n_sensors)`` jitter in seconds.")
-    delay_steps = _time_view("delay_steps", "``(B, n_sensors)`` ``round(delay / dt)``.")
-    jitter_steps = _time_view("jitter_steps", "``(B, n_sensors)`` ``min(jitter, delay) / dt``.")
-    jitter_ceil = _time_view("jitter_ceil", "``(B, n_sensors)`` the most steps the jitter can add.")
-    jitter_steps_f32 = _time_view("jitter_steps_f32", "``jitter_steps`` in float32 (the delay line's).")
-    has_jitter = _time_view("has_jitter", "Whether any jitter can be non-zero.", settable=True)
-    uniform_shift = _time_view("fixed_shift", "The one delay shift while it cannot vary.", settable=True)
-    # the per-component tables (COMPONENT_FIELDS + MODEL_FIELDS: an error-model field without a table
-    # raises AttributeError) and their flags
-    noise = _component_view("noise")
-    bias = _component_view("bias")
-    random_walk = _component_view("random_walk")
-    resolution = _component_view("resolution")
-    noise_density = _component_view("noise_density")
-    random_walk_density = _component_view("random_walk_density")
-    bias_instability = _component_view("bias_instability")
-    bias_correlation_time = _component_view("bias_correlation_time")
-    scale_factor = _component_view("scale_factor")
-    bandwidth = _component_view("bandwidth")
-    has_noise = _flag_view("noise")
-    has_bias = _flag_view("bias")
-    has_random_walk = _flag_view("random_walk")
-    has_resolution = _flag_view("resolution")
-    has_noise_density = _flag_view("noise_density")
-    has_random_walk_density = _flag_view("random_walk_density")
-    has_bias_instability = _flag_view("bias_instability")
-    has_bias_correlation_time = _flag_view("bias_correlation_time")
-    has_scale_factor = _flag_view("scale_factor")
-    has_bandwidth = _flag_view("bandwidth")
-
-    @property
-    def resolution_step(self) -> torch.Tensor:
-        """``(B, cols)``: ``resolution`` where > 0, else 1."""
-        return self.components.resolution_step
-
-    @property
-    def resolution_active(self) -> torch.Tensor:
-        """``(B, cols)``: ``resolution > 0``."""
-        return self.components.resolution_active
-
-    @property
-    def resolution_all_active(self) -> bool:
-        """Whether every component is quantized (no mask needed)."""
-        return self.components.resolution_all_active
-
-    @resolution_all_active.setter
-    def resolution_all_active(self, value: bool) -> None:
-        self.components.resolution_all_active = value
-
-    @property
     def has_component_params(self) -> bool:
         """Whether the class has per-component tables (noise, bias, ...: a floating intermediate dtype)."""
         return self.components.dtype is not None
-
-    @property
-    def model_fields(self) -> tuple[str, ...]:
-        """The error-model fields (MODEL_FIELDS) with a table (some sensor can make them non-zero)."""
-        return self.components.model_fields
-
-    @property
-    def fixed_shift(self) -> int | None:
-        """The one delay shift (steps) of every env and sensor while it cannot vary, else None."""
-        return self.times.fixed_shift
 
     # -- construction ----------------------------------------------------------------------------------
     def _init_from_options(self, sensor_cols: list[int]) -> None:
@@ -351,16 +266,16 @@ class ParameterTable:
             for name in TIME_FIELDS:
                 self._init_time(j, s, name, getattr(opts, name))
             if isinstance(opts, SimpleSensorOptions):
-                if not self.has_component_params:
+                if not self.has_component_params():
                     raise TypeError(
                         f"sensor {s.name!r}: {type(opts).__name__} has noise/bias/random_walk/resolution "
                         f"but {type(s).__name__} has a non-floating intermediate dtype. Fix: declare a "
                         "floating _get_intermediate_dtype and project in _post_process."
                     )
-                for name in COMPONENT_FIELDS + self.model_fields:
+                for name in COMPONENT_FIELDS + self.components.model_fields:
                     self._init_component(s, name, getattr(opts, name), sensor_cols[j])
         components, times = self.components, self.times
-        if self.has_component_params:
+        if self.has_component_params():
             components.resolution_all_active = all(
                 bounds_of(v)[0] > 0
                 for s in self.sensors
@@ -428,17 +343,12 @@ class ParameterTable:
         """The tables :meth:`refresh_derived` and :meth:`resample` work on, as the executor's arrays: the
         tensors themselves, or numpy views of them, taken once per plan (tensors are written in place)."""
         if self._views is None:
-            t, c = self.times, self.components
+            t = self.times
             tensors = {
                 "delay_seconds": t.delay_seconds, "jitter_seconds": t.jitter_seconds,
                 "delay_steps": t.delay_steps, "jitter_steps": t.jitter_steps, "jitter_ceil": t.jitter_ceil,
                 "jitter_steps_f32": t.jitter_steps_f32, "_time_scratch": t.scratch,
             }  # fmt: skip
-            if self.has_component_params:
-                tensors["resolution"] = c.values["resolution"]
-                tensors["resolution_step"] = c.resolution_step
-                tensors["resolution_active"] = c.resolution_active
-                tensors["_one"] = c.one
             for name, field in self._random.items():
                 tensors[f"{name}.value"] = self._param(name)
                 tensors[f"{name}.draws"] = field.draws
@@ -458,10 +368,6 @@ class ParameterTable:
                 steps=a["delay_steps"], jitter_steps=a["jitter_steps"], jitter_ceil=a["jitter_ceil"],
                 jitter_steps_f32=a["jitter_steps_f32"],
             )  # fmt: skip
-        if self.components.dtype is not None and (changed is None or "resolution" in changed):
-            xp.greater(a["resolution"], 0, a["resolution_active"])
-            xp.copy(a["resolution_step"], a["_one"])  # a safe divisor where off ...
-            xp.select_into(a["resolution_step"], a["resolution_active"], a["resolution"])  # ... r where on
 
     def max_shift_per_sensor(self) -> list[int]:
         """The deepest delay + jitter shift each sensor can reach from its options (ring sizing)."""
@@ -487,7 +393,7 @@ class ParameterTable:
     def _param(self, name: str) -> torch.Tensor:
         if name in TIME_FIELDS:
             return self.times.seconds(name)
-        return getattr(self, name)
+        return self.components.values[name]
 
     def randomized_components(self, s: Sensor) -> dict[str, list[int]]:
         """``{field: [component, ...]}`` of the options of ``s`` given as distributions (delay and
@@ -552,7 +458,7 @@ class ParameterTable:
         sl = s.cache_slice
         v = self._as_values(s, name, value, (len(rows), sl.stop - sl.start), target.dtype)
         density = f"{name}_density"
-        if density in self.model_fields:
+        if density in self.components.model_fields:
             # what the options constructor refuses: both can be non-zero on a component. The density the
             # envs drew now is not enough: a distribution that drew 0 draws again at the next reset
             can = [_can_be_nonzero(c) for c in _per_component(getattr(s.options, density, 0.0))]
@@ -627,10 +533,21 @@ class ParameterTable:
         return tuple(self.state_tensors().values())
 
     def flags(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in FLAG_NAMES}
+        """The flags a checkpoint carries, under their checkpoint names (:data:`FLAG_NAMES`)."""
+        c, t = self.components, self.times
+        out = {f"has_{name}": c.nonzero[name] for name in COMPONENT_FIELDS}
+        out.update(has_jitter=t.has_jitter, resolution_all_active=c.resolution_all_active)
+        out["uniform_shift"] = t.fixed_shift
+        return out
 
     def load_flags(self, flags: dict[str, Any]) -> None:
-        for k, v in flags.items():
+        for k in flags:
             if k not in FLAG_NAMES:
                 raise ValueError(f"load_state_dict: unknown parameter flag {k!r}")
-            setattr(self, k, v)
+        c, t = self.components, self.times
+        for name in COMPONENT_FIELDS:
+            if f"has_{name}" in flags:
+                c.nonzero[name] = flags[f"has_{name}"]
+        t.has_jitter = flags.get("has_jitter", t.has_jitter)
+        c.resolution_all_active = flags.get("resolution_all_active", c.resolution_all_active)
+        t.fixed_shift = flags.get("uniform_shift", t.fixed_shift)

@@ -170,6 +170,10 @@ class Sensor(ABC):
                 "so the class must declare the intermediate space it maps from. Fix: override "
                 "_get_intermediate_dtype (e.g. return torch.float32) or _get_intermediate_format."
             )
+        simple = globals().get("SimpleSensor")  # None while SimpleSensor itself is being defined
+        if simple is not None and issubclass(cls, simple):
+            # the default hook calls _apply_transform only where a class defines one (the default is a no-op)
+            cls._transforms = _overrides(cls, "_apply_transform", simple)
         opts = cls.__dict__.get("options_cls")
         if opts is not None:
             if not (isinstance(opts, type) and issubclass(opts, SensorOptions)):
@@ -413,15 +417,19 @@ class SimpleSensor(Sensor):
     """
 
     options_cls: ClassVar[type[SensorOptions]] = SimpleSensorOptions
+    #: whether the class defines ``_apply_transform`` (set at class definition; the default is a no-op
+    #: the default hook does not call)
+    _transforms: ClassVar[bool] = False
 
     @classmethod
     def _update_shared_cache(cls, state, md, gt_timeline, measured_timeline, intermediate) -> None:
         cls._update_current_timestep_data(state, md, gt_timeline, measured_timeline)
         if md.finishes_raw or md.context.reset_mask is not None:  # a NaN policy; a reset's prefill
             md.finish_raw_capture(gt_timeline, measured_timeline)
-        cls._apply_transform(md, gt_timeline.at(0), gt_timeline, is_measured=False)
         measured = measured_timeline.at(0)
-        cls._apply_transform(md, measured, measured_timeline, is_measured=True)
+        if cls._transforms:
+            cls._apply_transform(md, gt_timeline.at(0), gt_timeline, is_measured=False)
+            cls._apply_transform(md, measured, measured_timeline, is_measured=True)
         if measured.data_ptr() != intermediate.data_ptr():  # the same buffer without a timeline
             md.xp.copy(md.array(intermediate), md.array(measured))  # one definition, either executor
         cls._apply_hardware_imperfections(md, intermediate)
@@ -454,8 +462,12 @@ class SimpleSensor(Sensor):
     @classmethod
     def _apply_hardware_imperfections(cls, md, data: torch.Tensor) -> None:
         """Scale factor, drift, noise (through the sensor's filter), bias, resolution on the working
-        buffer (never the timeline ring): the class's bound kernel (``md.imperfections``)."""
-        md.imperfections(data, md.context.reset_mask)
+        buffer (never the timeline ring): the class's error terms, in order, as planned by its model
+        (``md.imperfections``; :func:`sensorgym.core.terms.run_plan`)."""
+        model = md.imperfections
+        rows = model.rows(md.context.reset_mask) if md.context.reset_mask is not None else None
+        array = model.data_array if data is model.data else model.bind_data(data)  # the same buffer each step
+        model.run(model.xp, model.plan_steps, array, model.source, rows)
 
     # -- per-env setters for the hardware imperfections ------------------------------------------------
     def set_noise(self, value: Any, envs_idx: Any = None) -> None:

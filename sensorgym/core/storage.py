@@ -41,7 +41,6 @@ import torch
 
 from .delay_line import DelayLine, check_ring_memory, ring_memory_error
 from .error_model import ErrorModel
-from .imperfections import HardwareImperfections
 from .metadata import CaptureContext, SensorMetadata
 from .options import SimpleSensorOptions
 from .parameters import ParameterTable
@@ -222,7 +221,7 @@ class ClassStorage:
         raw_reset = raw_step + ([PrefillTimelines(working, self.binding)] if self.uses_timeline else [])
         self.md = SensorMetadata(
             sensor_cls, sensors, b, dt, device, random, self.params,
-            HardwareImperfections(self.params, compiled, self.binding), raw_step, raw_reset, self.binding,
+            ErrorModel(self.params, sensors, dt, compiled, self.binding), raw_step, raw_reset, self.binding,
         )  # fmt: skip
         if folds_raw_copy(sensor_cls) and not raw_reset:  # no stage may look at the working buffer first
             self.md.imperfections.fold_raw_copy(gt_intermediate)
@@ -240,8 +239,13 @@ class ClassStorage:
                 sensors, widths, b, dt, device, random, clock, return_dtype,
                 self.max_shift + 1 if self.max_shift else 0, episode_steps,
             )  # fmt: skip
-        model = ErrorModel(self.params, sensors, dt, self.sampler) if self.params.model_fields else None
-        self.md.imperfections.attach_model(model)
+        self.md.imperfections.attach_sampler(self.sampler)
+        #: the option fields a reset redraws (the error terms' tables that derive from them are recomputed)
+        self._redrawn = frozenset(self.params._random) | frozenset(
+            f
+            for fields in (self.sampler.randomized.values() if self.sampler is not None else ())
+            for f in fields
+        )
         gt_zero_copy = same_space and not post_processed and self.history_length == 0
         measured_zero_copy = gt_zero_copy and self.max_shift == 0 and self.sampler is None
 
@@ -344,6 +348,8 @@ class ClassStorage:
         if self.sampler is not None and self.sampler.decides_early:  # the hook's filter needs the due samples
             self.sampler.decide(ctx)
         timeline, measured_timeline, working = self._hook_args
+        if self.md.imperfections.inputs:  # the state entries an error term reads (an exogenous input)
+            self.md.imperfections.copy_inputs(state)
         self.cls._update_shared_cache(state, self.md, timeline, measured_timeline, working)
         for stage in self.step_stages if ctx.reset_mask is None else self.reset_stages:
             stage(ctx)
@@ -445,10 +451,7 @@ class ClassStorage:
             out.append(measured.cache)
         if measured.delay_line is not None:
             out.append(measured.delay_line.prev_shift)
-        if self.params.has_component_params:
-            out.append(self.md.imperfections.random_walk_state)
-        if self.md.imperfections.model is not None:
-            out += list(self.md.imperfections.model.state_tensors().values())
+        out += list(self.md.imperfections.state_tensors().values())
         if self.nan_policy is not None:
             out += self.nan_policy.row_state()
         if self.sampler is not None:
@@ -462,17 +465,15 @@ class ClassStorage:
         self.params.resample(mask)
         if self.sampler is not None:
             self.sampler.resample(mask)
-        model = self.md.imperfections.model
-        if model is not None and model.resample_refreshes:
-            model.refresh()
+        if self._redrawn:  # the error terms' tables derived from a value just drawn
+            self.md.imperfections.refresh(self._redrawn)
 
     def refresh_derived(self) -> None:
         """Recompute every table derived from the per-env values (after restoring them)."""
         self.params.refresh_derived()
         if self.sampler is not None:
             self.sampler.refresh_derived()
-        if self.md.imperfections.model is not None:
-            self.md.imperfections.model.refresh()
+        self.md.imperfections.refresh()
 
     def parameter_tensors(self) -> list[torch.Tensor]:
         """The per-env option values a reset resamples."""
@@ -500,11 +501,8 @@ class ClassStorage:
                 out[f"sampler.{k}"] = v
         for k, v in self.params.state_tensors().items():
             out[f"md.{k}"] = v
-        if self.params.has_component_params:
-            out["md.random_walk_state"] = self.md.imperfections.random_walk_state
-        if self.md.imperfections.model is not None:
-            for k, v in self.md.imperfections.model.state_tensors().items():
-                out[f"md.{k}"] = v
+        for k, v in self.md.imperfections.state_tensors().items():
+            out[f"md.{k}"] = v
         for k, v in self.md.extra.items():
             out[f"md.extra.{k}"] = v
         return out

@@ -70,13 +70,13 @@ class ReferenceManager:
         zn = torch.zeros(n)
         zr = torch.zeros(n)
         zg = torch.zeros(n)
-        imp = st.md.imperfections
-        if st.group.draws is not None and imp.needs_draws:
-            zn, zr = imp.noise_draw[b, s.cache_slice].clone(), imp.random_walk_draw[b, s.cache_slice].clone()
-            if imp.markov_draw is not None:
-                zg = imp.markov_draw[b, s.cache_slice].clone()
+        model = st.md.imperfections
+        if st.group.draws is not None and model.needs_draws:
+            zn, zr = model.draws(0)[b, s.cache_slice].clone(), model.draws(1)[b, s.cache_slice].clone()
+            if model.draws(2) is not None:
+                zg = model.draws(2)[b, s.cache_slice].clone()
         u = None
-        if st.max_shift and st.md.has_jitter:
+        if st.max_shift and st.params.times.has_jitter:
             draw = st.delay_line.jitter_draw
             u = (float(draw[0, b, s.index]), float(draw[1, b, s.index]))
         return zn, zr, zg, u
@@ -97,11 +97,12 @@ class ReferenceManager:
         md = s._storage.md
         sl = s.cache_slice
         p = {}
-        fields = ("noise", "bias", "random_walk", "resolution", *md.params.model_fields)
+        fields = ("noise", "bias", "random_walk", "resolution", *md.params.components.model_fields)
         for name in fields:
-            p[name] = getattr(md.params, name)[b, sl].clone() if md.has_component_params else None
-        p["delay"] = float(md.delay_seconds[b, s.index])
-        p["jitter"] = float(md.jitter_seconds[b, s.index])
+            values = md.params.components.values
+            p[name] = values[name][b, sl].clone() if md.params.has_component_params() else None
+        p["delay"] = float(md.params.times.delay_seconds[b, s.index])
+        p["jitter"] = float(md.params.times.jitter_seconds[b, s.index])
         # SPEC 5.1: T_s is update_period when it is given (> 0), else dt
         sampler = self._sampler(s, b)
         period = sampler[0] if sampler is not None else s.options.update_period

@@ -21,7 +21,7 @@ def _line(sensor_list, num_envs=2, dt=0.1, depth=None):
     deepest = max(params.max_shift_per_sensor())
     line = DelayLine(
         [s.return_slice.stop - s.return_slice.start for s in sensor_list],
-        params, cache, depth or deepest + 1, params.random, clock,
+        params.times, cache, depth or deepest + 1, params.random, clock,
     )  # fmt: skip
     return line, params, clock, cache
 
@@ -50,7 +50,7 @@ def test_ring_depth_is_the_deepest_reachable_shift_plus_one():
 
 def test_fixed_delay_is_one_slot_copy_of_the_snapshot_d_steps_back():
     line, params, clock, _ = _line(sensors(dict(delay=0.2), dict(delay=0.2)))
-    assert params.fixed_shift == 2 and line.stage() == line.hold_fixed_shift
+    assert params.times.fixed_shift == 2 and line.stage() == line.hold_fixed_shift
     reads = _run(line, clock, 6)
     assert reads[:, 0, 0].tolist() == [0.0, 0.0, 0.0, 1.0, 2.0, 3.0]  # t - 2 once filled
     assert line.current_shift(0) == 2
@@ -59,7 +59,7 @@ def test_fixed_delay_is_one_slot_copy_of_the_snapshot_d_steps_back():
 def test_sampled_delay_equals_the_fixed_one_without_jitter():
     # different delays per sensor: no fixed shift; sensor 1 (delay 0.3) reads t - 3
     line, params, clock, _ = _line(sensors(dict(delay=0.1), dict(delay=0.3, width=2)))
-    assert params.fixed_shift is None and line.stage() == line.sample_delay
+    assert params.times.fixed_shift is None and line.stage() == line.sample_delay
     reads = _run(line, clock, 6)
     assert reads[:, 1, 0].tolist() == [0.0, 0.0, 1.0, 2.0, 3.0, 4.0]
     assert reads[:, 1, 2].tolist() == [0.0, 0.0, 0.0, 0.0, 1.0, 2.0]
@@ -80,7 +80,7 @@ def test_leaving_the_fixed_shift_starts_from_it():
     line, params, clock, _ = _line(sensors(dict(delay=0.2, max_delay=0.5)))
     _run(line, clock, 5)
     params.set_time(line_sensor := params.sensors[0], "delay", 0.4, torch.arange(2), max_shift=5)
-    assert params.fixed_shift is None
+    assert params.times.fixed_shift is None
     line.follow_parameters()
     assert line.stage() == line.sample_delay and line.prev_shift.tolist() == [[2], [2]]
     clock.tick()

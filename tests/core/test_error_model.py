@@ -376,9 +376,9 @@ def test_the_order_of_terms_is_scale_drift_noise_bias_resolution():
     mgr.reset({"x": torch.tensor([[0.6]])})
     assert float(s.read()) == 1.5  # round((0.6 * 2 + 0) + 0.3 = 1.5 / 0.25) * 0.25
     mgr.step({"x": torch.tensor([[0.6]])})
-    imp = mgr.metadata(sg.StateSensor).imperfections
-    walk = float(imp.random_walk_state)
-    assert walk == pytest.approx(float(imp.random_walk_draw) * 0.5 * math.sqrt(DT), rel=1e-6)
+    model = mgr.metadata(sg.StateSensor).imperfections
+    walk = float(model.state("random_walk_state"))
+    assert walk == pytest.approx(float(model.draws(1)) * 0.5 * math.sqrt(DT), rel=1e-6)
     expected = round((np.float32(1.2) + np.float32(walk) + np.float32(0.3)) / 0.25) * 0.25
     assert float(s.read()) == expected
 
@@ -426,8 +426,8 @@ def test_the_noise_setter_still_acts_on_a_class_with_a_noise_density():
     s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(2,), noise_density=[0.1, 0.0]))
     mgr.reset({"x": torch.zeros(1, 2)})
     s.set_noise([0.0, 0.5])
-    model = mgr.metadata(sg.StateSensor).imperfections.model
-    assert model.sigma[0].tolist() == pytest.approx([0.1 / math.sqrt(DT), 0.5])
+    model = mgr.metadata(sg.StateSensor).imperfections
+    assert model.table("sigma")[0].tolist() == pytest.approx([0.1 / math.sqrt(DT), 0.5])
     mgr.step({"x": torch.zeros(1, 2)})
     assert float(s.read()[0, 1]) != 0.0
 
@@ -450,7 +450,9 @@ def test_explicit_defaults_change_nothing_random_stream_included(executor):
             mgr.step({"x": torch.full((3, 2), float(t))}, reset_mask=torch.tensor([t == 7, False, False]))
             reads.append(s.read().clone())
         out.append((torch.stack(reads), mgr.generator.get_state(), mgr.state_dict()["classes"]))
-        assert mgr.metadata(sg.StateSensor).imperfections.model is None  # the defaults build no model
+        # the defaults run the per-step terms only (no table of the error-model options is made)
+        model = mgr.metadata(sg.StateSensor).imperfections
+        assert [t.name for t in model.terms] == ["random_walk", "white_noise", "bias", "resolution"]
     assert torch.equal(out[0][0], out[1][0])
     assert torch.equal(out[0][1], out[1][1])
     assert out[0][2].keys() == out[1][2].keys()
@@ -470,8 +472,8 @@ def test_error_model_options_are_resampled_per_env_at_every_reset_and_readable()
     r0 = s.read_randomization()
     assert set(r0) == {"noise_density", "bandwidth", "dropout_burst"}
     assert len(set(r0["bandwidth"][:, 0].tolist())) == 6  # per env
-    model = mgr.metadata(sg.StateSensor).imperfections.model
-    sigma0 = model.sigma.clone()
+    model = mgr.metadata(sg.StateSensor).imperfections
+    sigma0 = model.table("sigma").clone()
     np.testing.assert_allclose(
         as_np(sigma0)[:, 0], as_np(r0["noise_density"])[:, 0] / math.sqrt(DT), rtol=1e-6
     )
@@ -482,7 +484,7 @@ def test_error_model_options_are_resampled_per_env_at_every_reset_and_readable()
     r1 = s.read_randomization()
     changed = (r1["bandwidth"] != r0["bandwidth"])[:, 0].tolist()
     assert changed == [False, True, False, False, True, False]
-    assert not torch.equal(model.sigma, sigma0)  # the derived coefficients follow
+    assert not torch.equal(model.table("sigma"), sigma0)  # the derived coefficients follow
     assert mgr.randomization_names() == ["StateSensor_0.noise_density[0]", "StateSensor_0.bandwidth[0]",
                                          "StateSensor_0.dropout_burst"]  # fmt: skip
 
@@ -494,7 +496,7 @@ def test_a_randomized_sample_interval_below_dt_sets_sigma_per_env():
     )
     mgr.reset({"x": torch.zeros(4, 1)})
     period = s.read_randomization()["update_period"][:, 0].double()
-    sigma = mgr.metadata(sg.StateSensor).imperfections.model.sigma[:, 0].double()
+    sigma = mgr.metadata(sg.StateSensor).imperfections.table("sigma")[:, 0].double()
     np.testing.assert_allclose(as_np(sigma), as_np(0.1 / period.sqrt()), rtol=1e-6)
 
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import sensorgym as sg
-from sensorgym.core.imperfections import hardware_imperfections
+from sensorgym.core.terms import TERMS, run_plan
+from sensorgym.core.xp import TORCH
 from sensorgym.core.metadata import CaptureContext
 from sensorgym.core.stages import PadRing
 
@@ -82,22 +83,24 @@ def test_the_capture_context_is_frozen_and_replaced():
 
 
 def test_kernel_order_random_walk_noise_bias_resolution():
-    data = torch.tensor([[1.0, 1.0]])
+    """The built-in terms' operations, run by run_plan in TERMS order: walk, noise, bias, resolution."""
+    ops = {term.name: term.apply for term in TERMS}
+    assert [t.name for t in TERMS] == [
+        "scale_factor", "random_walk", "bias_instability", "white_noise", "lowpass", "bias", "resolution",
+    ]  # fmt: skip
+    data, scratch = torch.tensor([[1.0, 1.0]]), torch.empty(1, 2)
     walk = torch.tensor([[0.5, 0.0]])
-    hardware_imperfections(
-        data, torch.empty_like(data),
-        walk, torch.tensor([[1.0, 1.0]]), torch.tensor([[0.25, 0.0]]), None,  # walk += 1 * 0.25
-        torch.tensor([[2.0, -2.0]]), torch.tensor([[0.1, 0.1]]),  # noise = draw * std
-        torch.tensor([[0.0, 0.3]]),
-        torch.tensor([[0.5, 0.5]]), None,  # every component quantized to 0.5
-    )  # fmt: skip
+    plan = (
+        (ops["random_walk"], (scratch, walk, torch.tensor([[1.0, 1.0]]), torch.tensor([[0.25, 0.0]]))),
+        (ops["white_noise"], (scratch, torch.tensor([[2.0, -2.0]]), torch.tensor([[0.1, 0.1]]))),
+        (ops["bias"], (torch.tensor([[0.0, 0.3]]),)),
+        (ops["resolution"], (torch.tensor([[0.5, 0.5]]), None, None)),  # every component quantized to 0.5
+    )
+    run_plan(TORCH, plan, data, None, None)  # walk += 1 * 0.25, noise = draw * std
     assert walk.tolist() == [[0.75, 0.0]]
     assert data.tolist() == [[2.0, 1.0]]  # round(1.95 / 0.5) * 0.5, round(1.1 / 0.5) * 0.5
-    reset = torch.tensor([True])
-    hardware_imperfections(
-        data, torch.empty_like(data), walk, torch.ones(1, 2), torch.ones(1, 2), reset,
-        None, None, None, None, None,
-    )  # fmt: skip
+    plan = ((ops["random_walk"], (scratch, walk, torch.ones(1, 2), torch.ones(1, 2))),)
+    run_plan(TORCH, plan, data, None, torch.tensor([True]))
     assert walk.tolist() == [[0.0, 0.0]]  # a reset snapshot shows no drift
 
 

@@ -142,7 +142,7 @@ def test_jitter_distribution_is_clamped_to_the_sampled_delay():
     mgr.reset(_zeros(b))
     r = s.read_randomization()
     md = mgr.metadata(sg.StateSensor)
-    assert (r["jitter"] <= md.delay_seconds.float() + 1e-6).all()
+    assert (r["jitter"] <= md.params.times.delay_seconds.float() + 1e-6).all()
     assert s._storage.m_ring.depth == 3 + 3 + 1
 
 

@@ -102,10 +102,15 @@ def test_the_densities_reach_the_per_env_tables(euroc):
     imu = mgr.add_sensor(sg.IMUOptions.from_kalibr(euroc, body="torso"), name="imu")
     mgr.reset({imu.state_key: torch.zeros(2, 9)})
     params = mgr.metadata(sg.IMUSensor).params
-    expect = torch.tensor([2.0e-3] * 3 + [1.6968e-4] * 3 + [0.0] * 3, dtype=params.noise_density.dtype)
-    assert torch.equal(params.noise_density, expect.expand(2, 9))
-    expect = torch.tensor([3.0e-3] * 3 + [1.9393e-5] * 3 + [0.0] * 3, dtype=params.random_walk_density.dtype)
-    assert torch.equal(params.random_walk_density, expect.expand(2, 9))
+    expect = torch.tensor(
+        [2.0e-3] * 3 + [1.6968e-4] * 3 + [0.0] * 3, dtype=params.components.values["noise_density"].dtype
+    )
+    assert torch.equal(params.components.values["noise_density"], expect.expand(2, 9))
+    expect = torch.tensor(
+        [3.0e-3] * 3 + [1.9393e-5] * 3 + [0.0] * 3,
+        dtype=params.components.values["random_walk_density"].dtype,
+    )
+    assert torch.equal(params.components.values["random_walk_density"], expect.expand(2, 9))
 
 
 def refused(match: str, source=None, error=ValueError, **kwargs) -> str:
