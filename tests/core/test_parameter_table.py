@@ -13,12 +13,13 @@ from .helpers import sensors, table
 def test_values_from_options_per_component_and_derived_tables():
     with pytest.warns(UserWarning, match="rounded to 2 step"):
         p = table(sensors(dict(delay=0.25, jitter=0.1, noise=(0.1, 0.2), resolution=0.5, width=2)))
+        values = p.components.values
     assert p.times.delay_steps.tolist() == [[2], [2]]  # round(2.5) = 2: half to even
     assert p.times.jitter_steps[0, 0].item() == pytest.approx(1.0)  # min(jitter, delay) / dt
     assert p.times.jitter_ceil.tolist() == [[1], [1]]
-    assert p.components.values["noise"][0].tolist() == pytest.approx([0.1, 0.2])
+    assert values["noise"][0].tolist() == pytest.approx([0.1, 0.2])
     assert (
-        p.components.values["resolution"][0].tolist() == [0.5, 0.5] and p.components.resolution_all_active
+        values["resolution"][0].tolist() == [0.5, 0.5] and p.components.resolution_all_active
     )  # steps: the resolution term
     assert (
         p.components.nonzero["noise"]
@@ -37,14 +38,15 @@ def test_fixed_shift_only_when_nothing_can_vary():
 
 def test_resample_draws_only_the_masked_envs_and_holds_the_rest():
     p = table(sensors(dict(bias=sg.Uniform(1.0, 2.0), delay=sg.Choice([0.1, 0.3]))), num_envs=64)
+    values = p.components.values
     p.resample(torch.ones(64, dtype=torch.bool))
-    first_bias, first_delay = p.components.values["bias"].clone(), p.times.delay_steps.clone()
+    first_bias, first_delay = values["bias"].clone(), p.times.delay_steps.clone()
     assert ((first_bias >= 1.0) & (first_bias < 2.0)).all()
     assert set(first_delay.flatten().tolist()) == {1, 3}
     mask = torch.arange(64) < 32
     p.resample(mask)
-    assert torch.equal(p.components.values["bias"][~mask], first_bias[~mask]) and not torch.equal(
-        p.components.values["bias"][mask], first_bias[mask]
+    assert torch.equal(values["bias"][~mask], first_bias[~mask]) and not torch.equal(
+        values["bias"][mask], first_bias[mask]
     )
     s = p.sensors[0]
     values = p.randomization(s)
@@ -55,9 +57,10 @@ def test_resample_draws_only_the_masked_envs_and_holds_the_rest():
 
 def test_setters_validate_then_write():
     p = table(sensors(dict(delay=0.2, max_delay=0.4, width=2)))
+    values = p.components.values
     rows = torch.tensor([1])
     p.set_component(p.sensors[0], "noise", [0.5, 0.0], rows)
-    assert p.components.values["noise"].tolist() == [[0.0, 0.0], [0.5, 0.0]] and p.components.nonzero["noise"]
+    assert values["noise"].tolist() == [[0.0, 0.0], [0.5, 0.0]] and p.components.nonzero["noise"]
     with pytest.raises(ValueError, match=r"noise must be >= 0"):
         p.set_component(p.sensors[0], "noise", -1.0, rows)
     with pytest.raises(ValueError, match=r"jitter .* exceeds delay"):

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 import sensorgym as sg
-from sensorgym.core.terms import TERMS, run_plan
-from sensorgym.core.xp import TORCH
 from sensorgym.core.metadata import CaptureContext
 from sensorgym.core.stages import PadRing
+from sensorgym.core.terms import TERMS, run_plan
+from sensorgym.core.xp import TORCH
 
 
 def _storage(**opts):

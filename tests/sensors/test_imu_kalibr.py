@@ -101,16 +101,14 @@ def test_the_densities_reach_the_per_env_tables(euroc):
     mgr = sg.SensorManager(num_envs=2, dt=0.02, seed=0)
     imu = mgr.add_sensor(sg.IMUOptions.from_kalibr(euroc, body="torso"), name="imu")
     mgr.reset({imu.state_key: torch.zeros(2, 9)})
-    params = mgr.metadata(sg.IMUSensor).params
-    expect = torch.tensor(
-        [2.0e-3] * 3 + [1.6968e-4] * 3 + [0.0] * 3, dtype=params.components.values["noise_density"].dtype
-    )
-    assert torch.equal(params.components.values["noise_density"], expect.expand(2, 9))
+    values = mgr.metadata(sg.IMUSensor).params.components.values
+    expect = torch.tensor([2.0e-3] * 3 + [1.6968e-4] * 3 + [0.0] * 3, dtype=values["noise_density"].dtype)
+    assert torch.equal(values["noise_density"], expect.expand(2, 9))
     expect = torch.tensor(
         [3.0e-3] * 3 + [1.9393e-5] * 3 + [0.0] * 3,
-        dtype=params.components.values["random_walk_density"].dtype,
+        dtype=values["random_walk_density"].dtype,
     )
-    assert torch.equal(params.components.values["random_walk_density"], expect.expand(2, 9))
+    assert torch.equal(values["random_walk_density"], expect.expand(2, 9))
 
 
 def refused(match: str, source=None, error=ValueError, **kwargs) -> str:

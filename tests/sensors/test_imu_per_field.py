@@ -65,19 +65,12 @@ def test_per_field_values_reach_the_per_env_tables():
     mgr = sg.SensorManager(num_envs=4, dt=0.02, seed=0)
     imu = mgr.add_sensor(o, name="imu")
     mgr.reset({imu.state_key: torch.zeros(4, 9)})
-    params = mgr.metadata(sg.IMUSensor).params
-    assert (
-        params.components.values["noise_density"][:, 3:6]
-        .eq(torch.tensor(2e-4, dtype=params.components.values["noise_density"].dtype))
-        .all()
-    )
-    assert (
-        params.components.values["noise_density"][:, :3].eq(0).all()
-        and params.components.values["noise_density"][:, 6:].eq(0).all()
-    )
-    k = params.components.values["scale_factor"][:, :3]
+    values = mgr.metadata(sg.IMUSensor).params.components.values
+    assert values["noise_density"][:, 3:6].eq(torch.tensor(2e-4, dtype=values["noise_density"].dtype)).all()
+    assert values["noise_density"][:, :3].eq(0).all() and values["noise_density"][:, 6:].eq(0).all()
+    k = values["scale_factor"][:, :3]
     assert bool(((k >= 0.01) & (k < 0.02)).all()) and len(set(k.flatten().tolist())) == 12  # per env, axis
-    assert params.components.values["scale_factor"][:, 3:].eq(0).all()
+    assert values["scale_factor"][:, 3:].eq(0).all()
     assert mgr.randomization_names() == [f"imu.scale_factor[{c}]" for c in range(3)]
 
 
