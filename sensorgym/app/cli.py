@@ -576,7 +576,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     demo.add_argument(
-        "--steps", type=_positive("steps", 40), default=40, help="control steps to show (default 40)"
+        "--steps",
+        type=_positive("steps", 40),
+        default=40,
+        help="rows to show: the reset (step 0) and the control steps after it (default 40)",
     )
     demo.add_argument("--seed", type=int, default=0, help="seed of the sensor's noise and jitter (default 0)")
     demo.set_defaults(func=_demo)
@@ -601,8 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--seed", type=int, default=0, help="seed of the env, actions and sensors (default 0)")
     ins.add_argument(
         "--out",
-        help="PNG path (default: sensorgym_outputs/inspect.png); sensors with update_period or dropout also "
-        "get <name>_sampler.png beside it (samples taken, samples lost, the reading's age)",
+        help="PNG path (default: sensorgym_outputs/inspect.png); with a sensor that has update_period or "
+        "dropout a second figure is written beside it, named after it: inspect_sampler.png for the default, "
+        "fig_sampler.png for --out fig.png (samples taken, samples lost, the reading's age)",
     )
     ins.add_argument(
         "--model",
