@@ -41,7 +41,7 @@ options_strategy = st.fixed_dictionaries(
             st.just(sg.Choice([0.0, 1.0])),
         ),
         "bandwidth": st.one_of(
-            st.sampled_from([0.01, 0.05, 0.3, 3.0, 9.0]), st.just(sg.LogUniform(0.01, 5.0)), st.just(0.0)
+            st.sampled_from([0.01, 0.05, 0.3, 3.0, 4.9]), st.just(sg.LogUniform(0.01, 4.5)), st.just(0.0)
         ),
         "bias": st.one_of(st.floats(-3.0, 3.0, allow_nan=False), st.just(sg.Uniform(-1.0, 1.0))),
         "resolution": st.sampled_from([0.0, 0.1, 0.3, 2 / 3]),
