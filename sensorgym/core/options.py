@@ -418,6 +418,7 @@ class SimpleSensorOptions(SensorOptions):
         "scale_factor",
         "bandwidth",
     )
+
     def check_with_dt(self, dt: float) -> None:
         """A ``bandwidth`` below the Nyquist rate of the sensor's own samples, ``T_s = dt`` where
         ``update_period`` can be 0."""
@@ -572,7 +573,8 @@ def nyquist_error(options: SimpleSensorOptions, value: Any, dt: float | None) ->
                 "bandwidth",
                 value,
                 f"{where}{f_hi:g} Hz is at or above the Nyquist rate {nyquist:g} Hz of the sensor's own "
-                f"samples (T_s = {longest:g} s, its {source}); a first-order filter's cut-off must lie below it",
+                f"samples (T_s = {longest:g} s, its {source}); a first-order filter's cut-off must lie "
+                "below it",
                 f"give the cut-off in Hz below {nyquist:g} (e.g. the datasheet's bandwidth), or a shorter "
                 "update_period if the sensor samples faster",
             )
