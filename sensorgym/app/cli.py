@@ -701,7 +701,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="sweep imperfection levels x critic type x seeds (resumable)",
         description="Train and score one PPO run per level x critic type x seed, then write a summary that "
         "answers the question with its uncertainty (paired asymmetric - symmetric differences with 95% "
-        "intervals) and a plot. Finished runs are appended to results.csv at once and skipped when the "
+        "intervals, and the smallest difference the seeds can detect with 80% probability) and a plot. "
+        "Finished runs are appended to results.csv at once and skipped when the "
         "command is run again; Ctrl-C stops within seconds and keeps them.",
         epilog="writes into --out: results.csv (one row per run), summary.md, return_vs_level.png, "
         "config.json\n\nexamples:\n  sensorgym ablate\n  sensorgym ablate --workers 4 --seeds 0 1 2 3 4 5\n"

@@ -98,3 +98,26 @@ def test_the_readme_fit_example_prints_the_lines_it_shows(tmp_path):
     assert proc.stdout.strip().splitlines()[-2:] == shown
     text = " ".join((ROOT / "README.md").read_text().split())
     assert "The example shows the route only" in text and "in the wrong units" in text
+
+
+def test_the_readme_and_ablate_toml_give_the_same_duration_and_the_question_3_seeds_answer():
+    """The README said 3 min, ablate.toml 3-6 min; both now give the measured idle time and the range
+    measured beside other work, and ask the question the default study (3 seeds) can answer."""
+    import tomllib
+
+    from sensorgym.app.ablation.statistics import detectable_difference
+
+    # the README's comment continues over lines of its bash block: "  # " at each line's start
+    readme = " ".join(re.sub(r"\n +# ", " ", (ROOT / "README.md").read_text()).split())
+    toml_text = (ROOT / "examples/configs/ablate.toml").read_text()
+    header = " ".join(line.lstrip("# ") for line in toml_text.splitlines() if line.startswith("#"))
+    for text in (readme, header):
+        assert "about 3 min on 2 idle cores" in text and "2 min 36 s" in text
+        assert "8 to 25 min" in text
+        assert (
+            "does an asymmetric critic change the score" in text and "by more than 3 seeds can detect" in text
+        )
+    assert len(tomllib.loads(toml_text)["sweep"]["seeds"]) == 3
+    assert "how much does an asymmetric critic help" not in readme.lower()
+    # "10 seeds detect about a third as much" (at the same spread)
+    assert detectable_difference(1.0, 10) / detectable_difference(1.0, 3) == pytest.approx(1 / 3, abs=0.03)
