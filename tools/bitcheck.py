@@ -375,7 +375,7 @@ def compare(args: argparse.Namespace) -> int:
         print(f"DIFFERS {n}: {_first_difference(baseline[n]['records'], r['records'], r['labels'])}")
     print(
         f"compared {len(runnable)} scenarios against {path} "
-        f"(recorded at {data.get('source', {}).get('commit', '?')[:10]}): "
+        f"(recorded at {data.get('source', {}).get('commit', '')[:10] or data.get('label') or '?'}): "
         f"{len(differ)} differ, {len(unknown)} missing"
     )
     return 1 if differ or unknown else 0
