@@ -24,6 +24,7 @@ Usage:
         --checkpoints tests/data/bitcheck_checkpoints
     python tools/bitcheck.py compare tests/data/bitcheck_baseline.json          # exit 1 on any difference
     python tools/bitcheck.py compare FILE --only 'opt/delay' 'err/'             # scenarios matching a regex
+    python tools/bitcheck.py compare FILE --skip '^compile/'                    # all but the compiled ones
     python tools/bitcheck.py list                                               # the scenario names
     python tools/bitcheck.py show 'opt/delay/numpy/one_rng'                     # every output, in words
     PYTHONPATH=/tmp/other_tree python tools/bitcheck.py compare FILE            # another tree's package
@@ -266,11 +267,15 @@ def run_all(names: list[str], ctx: Context, jobs: int) -> dict[str, dict[str, An
     return {r["name"]: r for r in results}
 
 
-def _select(names: list[str], only: list[str] | None) -> list[str]:
-    if not only:
-        return names
-    patterns = [re.compile(p) for p in only]
-    return [n for n in names if any(p.search(n) for p in patterns)]
+def _select(names: list[str], only: list[str] | None, skip: list[str] | None = None) -> list[str]:
+    """The names matching any regex of ``only`` (all when None) and none of ``skip``."""
+    chosen = [re.compile(p) for p in only or []]
+    left_out = [re.compile(p) for p in skip or []]
+    return [
+        n
+        for n in names
+        if (not chosen or any(p.search(n) for p in chosen)) and not any(p.search(n) for p in left_out)
+    ]
 
 
 def _source() -> dict[str, Any]:
@@ -299,7 +304,9 @@ def record(args: argparse.Namespace) -> int:
     if ckpt is not None:
         ckpt.mkdir(parents=True, exist_ok=True)
     names = [
-        n for n in _select(sorted(_registry()), args.only) if ckpt is not None or not n.startswith("file/")
+        n
+        for n in _select(sorted(_registry()), args.only, args.skip)
+        if ckpt is not None or not n.startswith("file/")
     ]
     start = time.perf_counter()
     results = run_all(names, Context("record", ckpt), args.jobs)
@@ -353,7 +360,7 @@ def compare(args: argparse.Namespace) -> int:
         ckpt = path.resolve().parent / data["checkpoints"]
     known = _registry()
     baseline = data["scenarios"]
-    names = _select(sorted(baseline), args.only)
+    names = _select(sorted(baseline), args.only, args.skip)
     unknown = [n for n in names if n not in known]
     runnable = [n for n in names if n in known and (ckpt is not None or not n.startswith("file/"))]
     skipped = [n for n in names if n in known and n not in runnable]
@@ -361,7 +368,7 @@ def compare(args: argparse.Namespace) -> int:
     results = run_all(runnable, Context("compare", None if ckpt is None else Path(ckpt)), args.jobs)
     differ = [n for n in runnable if results[n]["digest"] != baseline[n]["digest"]]
     _summary(results, time.perf_counter() - start, args.verbose)
-    new = sorted(set(_select(sorted(known), args.only)) - set(baseline))
+    new = sorted(set(_select(sorted(known), args.only, args.skip)) - set(baseline))
     if new:
         print(
             f"note: {len(new)} scenarios of this tool are not in {path} (not compared): {', '.join(new[:8])}"
@@ -398,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("file", help="the JSON of hashes")
         p.add_argument("--checkpoints", type=Path, default=None, help="folder of the checkpoint files")
         p.add_argument("--only", nargs="+", default=None, help="regexes: run the scenarios matching any")
+        p.add_argument(
+            "--skip", nargs="+", default=None, help="regexes: leave out the scenarios matching any"
+        )
         p.add_argument(
             "--jobs", type=int, default=1, help="worker processes (the hashes do not depend on it)"
         )

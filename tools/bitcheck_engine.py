@@ -295,11 +295,13 @@ OPTION_SETS: dict[str, tuple[dict, dict]] = {
 }
 
 
-def option_scenario(option_set: str, executor: str, per_env: bool, as_torch: bool) -> Callable:
+def option_scenario(
+    option_set: str, executor: str, per_env: bool, as_torch: bool, compile: bool = False
+) -> Callable:
     kw_a, kw_b = OPTION_SETS[option_set]
 
     def scenario(rec: Any, ctx: Any) -> None:
-        mgr = manager(executor, per_env, _state_sensors(kw_a, kw_b))
+        mgr = manager(executor, per_env, _state_sensors(kw_a, kw_b), compile=compile)
         feed = Feed(
             {"x": 3, "y": 4}, seed=len(option_set), as_torch=as_torch, nan=option_set.startswith("nan")
         )
@@ -339,6 +341,14 @@ BATCHES = (
 
 def scenarios() -> dict[str, Callable]:
     out = {}
+    # the fused kernel (torch.compile; the first build of each takes seconds: the test runs them as slow)
+    for option_set, per_env in (
+        ("all_fixed", False),
+        ("all_distributions", False),
+        ("bandwidth_fast_sampler", True),
+    ):
+        name = f"compile/{option_set}/{'per_env_rng' if per_env else 'one_rng'}"
+        out[name] = option_scenario(option_set, "auto", per_env, as_torch=False, compile=True)
     for b, option_set, executor, per_env in BATCHES:
         name = f"batch/B{b}/{option_set}/{executor}/{'per_env_rng' if per_env else 'one_rng'}"
         out[name] = batch_scenario(b, option_set, executor, per_env)

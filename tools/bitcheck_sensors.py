@@ -234,7 +234,8 @@ class HalfOptions(sg.SimpleSensorOptions):
 
 
 class Half(sg.SimpleSensor):
-    """float16 readings: a class numpy promotes differently, which keeps the torch executor."""
+    """float16 readings: a class numpy promotes differently, which keeps the torch executor; a physics
+    imperfection (before the response: it goes through it)."""
 
     options_cls = HalfOptions
     return_format = (3,)
@@ -245,6 +246,10 @@ class Half(sg.SimpleSensor):
         for s in md.sensors:
             raw[:, s.cache_slice] = torch.as_tensor(state[s.options.key]).to(torch.float16)
 
+    @classmethod
+    def _apply_physics_imperfections(cls, md: Any, data: torch.Tensor, timeline: Any) -> None:
+        data.mul_(0.75).add_(timeline.at(1), alpha=0.25)
+
 
 @dataclass(frozen=True, kw_only=True)
 class BrainOptions(HalfOptions):
@@ -252,7 +257,8 @@ class BrainOptions(HalfOptions):
 
 
 class Brain(Half):
-    """bfloat16 readings: a class numpy cannot view."""
+    """bfloat16 readings: a class numpy cannot view; its own hardware imperfections around the standard
+    ones."""
 
     options_cls = BrainOptions
     cache_dtype = torch.bfloat16
@@ -261,6 +267,11 @@ class Brain(Half):
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         for s in md.sensors:
             raw[:, s.cache_slice] = torch.as_tensor(state[s.options.key]).to(torch.bfloat16)
+
+    @classmethod
+    def _apply_hardware_imperfections(cls, md: Any, data: torch.Tensor) -> None:
+        super()._apply_hardware_imperfections(md, data)  # the standard terms, then a saturating ADC
+        data.clamp_(-3.0, 3.0)
 
 
 # -- the IMU on a synthetic state ------------------------------------------------------------------------
@@ -392,6 +403,26 @@ def several_classes(executor: str, per_env: bool, history: bool = False) -> Call
     return scenario
 
 
+def memory_scenario(config: str, executor: str) -> Callable:
+    """``sg.memory_report``: the bytes a manager holds (its own category: a redesign that lays buffers out
+    otherwise changes these numbers and nothing else, which is for a person to judge)."""
+
+    def scenario(rec: Any, ctx: Any) -> None:
+        if config == "classes":
+            sensors = {"a": ROUND_TRIPS["delay_jitter_noise"]["a"], "c": CounterOptions(key="z", delay=0.04)}
+            sensors.update(IMUS["mount_full"])
+            extra = Feed({"x": 3, "z": 2}, seed=2)
+            feed: Callable[[int], Any] = ImuFeed(list(IMUS["mount_full"].values()), seed=2, extra=extra)
+        else:
+            sensors, feed = {**ROUND_TRIPS[config]}, Feed({"x": 3, "y": 4}, seed=2)
+        mgr = manager(executor, False, sensors)
+        mgr.reset(feed(0))
+        report = sg.memory_report(mgr)
+        rec.out("report", (report.total, report.shared, report.per_class, report.num_envs, str(report)))
+
+    return scenario
+
+
 # -- checkpoint files ------------------------------------------------------------------------------------
 def file_scenario(build: Callable[[], tuple[sg.SensorManager, Callable[[int], Any]]], file: str) -> Callable:
     """Record mode: run a manager to step 9 and ``torch.save`` its ``state_dict`` into the checkpoint folder.
@@ -458,6 +489,8 @@ def scenarios() -> dict[str, Callable]:
                 executor, per_env
             )
         out[f"classes/history/{executor}"] = several_classes(executor, False, history=True)
+        for config in ("classes", "sampler_error_model"):
+            out[f"memory/{config}/{executor}"] = memory_scenario(config, executor)
     out["file/manager_numpy"] = file_scenario(_file_state("numpy", False), "manager_numpy.pt")
     out["file/manager_torch_per_env_rng"] = file_scenario(
         _file_state("torch", True), "manager_torch_per_env.pt"
