@@ -28,6 +28,11 @@ Usage:
     python tools/bitcheck.py list                                               # the scenario names
     python tools/bitcheck.py show 'opt/delay/numpy/one_rng'                     # every output, in words
     PYTHONPATH=/tmp/other_tree python tools/bitcheck.py compare FILE            # another tree's package
+
+Record from a clean export of a commit (a working tree may hold others' uncommitted edits):
+    git archive HEAD sensorgym | tar -x -C /tmp/head
+    PYTHONPATH=/tmp/head python tools/bitcheck.py record tests/data/bitcheck_baseline.json \
+        --checkpoints tests/data/bitcheck_checkpoints --commit $(git rev-parse HEAD)
 """
 
 from __future__ import annotations
@@ -314,7 +319,7 @@ def record(args: argparse.Namespace) -> int:
     data = {
         "format": FORMAT,
         "label": args.label,
-        "source": _source(),
+        "source": {**_source(), **({"commit": args.commit} if args.commit else {})},
         "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "numpy": np.__version__},
         "checkpoints": None if ckpt is None else os.path.relpath(ckpt, out.resolve().parent),
         "scenarios": {
@@ -413,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         p.add_argument("-v", "--verbose", action="store_true")
         if command == "record":
-            p.add_argument("--label", default="", help="a note stored in the JSON (e.g. the commit)")
+            p.add_argument("--label", default="", help="a note stored in the JSON")
+            p.add_argument("--commit", default="", help="the commit of a package exported out of git")
     lister = sub.add_parser("list")
     lister.add_argument("--only", nargs="+", default=None)
     shower = sub.add_parser("show", help="print every output of the scenarios matching a regex")
