@@ -25,6 +25,7 @@ Usage:
     python tools/bitcheck.py compare tests/data/bitcheck_baseline.json          # exit 1 on any difference
     python tools/bitcheck.py compare FILE --only 'opt/delay' 'err/'             # scenarios matching a regex
     python tools/bitcheck.py compare FILE --skip '^compile/'                    # all but the compiled ones
+    python tools/bitcheck.py compare FILE --ignore '\\.sd/'    # accept changed state dicts, nothing else
     python tools/bitcheck.py list                                               # the scenario names
     python tools/bitcheck.py show 'opt/delay/numpy/one_rng'                     # every output, in words
     PYTHONPATH=/tmp/other_tree python tools/bitcheck.py compare FILE            # another tree's package
@@ -339,19 +340,34 @@ def record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _codes(records: str) -> list[str]:
+    return [records[i : i + SHORT] for i in range(0, len(records), SHORT)]
+
+
 def _first_difference(old: str, new: str, labels: list[str]) -> str:
-    """Where two scenario runs part: the first output whose short code differs, named by its label now."""
-    old_codes = [old[i : i + SHORT] for i in range(0, len(old), SHORT)]
-    new_codes = [new[i : i + SHORT] for i in range(0, len(new), SHORT)]
-    for i, (a, b) in enumerate(zip(old_codes, new_codes, strict=False)):
-        if a != b:
-            before = f" (after {labels[i - 1]!r}, which agrees)" if i else ""
-            return f"output {i} {labels[i]!r} differs{before}"
+    """Where two scenario runs part: the first output whose short code differs, named by its label now,
+    and how many differ."""
+    old_codes, new_codes = _codes(old), _codes(new)
     if len(old_codes) != len(new_codes):
-        i = min(len(old_codes), len(new_codes))
-        more = f"; the first extra one now: {labels[i]!r}" if len(new_codes) > i else ""
-        return f"{len(old_codes)} outputs recorded, {len(new_codes)} now, the first {i} agree{more}"
-    return "the digest differs but every short code agrees (a collision in the short codes)"
+        i = next((i for i, (a, b) in enumerate(zip(old_codes, new_codes, strict=False)) if a != b), None)
+        i = min(len(old_codes), len(new_codes)) if i is None else i
+        now = f"; output {i} now: {labels[i]!r}" if len(new_codes) > i else ""
+        return f"{len(old_codes)} outputs recorded, {len(new_codes)} now, the first {i} agree{now}"
+    differing = [i for i, (a, b) in enumerate(zip(old_codes, new_codes, strict=True)) if a != b]
+    if not differing:
+        return "the digest differs but every short code agrees (a collision in the short codes)"
+    i = differing[0]
+    before = f" (after {labels[i - 1]!r}, which agrees)" if i else ""
+    return f"output {i} {labels[i]!r} differs{before}; {len(differing)} of {len(new_codes)} outputs differ"
+
+
+def _ignored(old: str, new: str, labels: list[str], ignore: re.Pattern | None) -> bool:
+    """Whether every output that differs has a label ``ignore`` matches (same outputs in the same order)."""
+    old_codes, new_codes = _codes(old), _codes(new)
+    if ignore is None or len(old_codes) != len(new_codes):
+        return False
+    pairs = zip(old_codes, new_codes, labels, strict=True)
+    return all(a == b or ignore.search(label) for a, b, label in pairs)
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -372,6 +388,15 @@ def compare(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     results = run_all(runnable, Context("compare", None if ckpt is None else Path(ckpt)), args.jobs)
     differ = [n for n in runnable if results[n]["digest"] != baseline[n]["digest"]]
+    ignore = re.compile(args.ignore) if args.ignore else None
+    ignored = [
+        n
+        for n in differ
+        if _ignored(baseline[n]["records"], results[n]["records"], results[n]["labels"], ignore)
+    ]
+    differ = [n for n in differ if n not in ignored]
+    if ignored:
+        print(f"note: {len(ignored)} scenarios differ only in outputs matching --ignore {args.ignore!r}")
     _summary(results, time.perf_counter() - start, args.verbose)
     new = sorted(set(_select(sorted(known), args.only, args.skip)) - set(baseline))
     if new:
@@ -417,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
             "--jobs", type=int, default=1, help="worker processes (the hashes do not depend on it)"
         )
         p.add_argument("-v", "--verbose", action="store_true")
+        if command == "compare":
+            p.add_argument(
+                "--ignore", default=None, help="a regex of output labels whose differences are accepted"
+            )
         if command == "record":
             p.add_argument("--label", default="", help="a note stored in the JSON")
             p.add_argument("--commit", default="", help="the commit of a package exported out of git")

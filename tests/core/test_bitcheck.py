@@ -59,7 +59,8 @@ def test_the_baseline_covers_what_issue_34_names():
 
 
 def test_a_changed_output_is_named_and_fails(tmp_path):
-    """A baseline whose recorded output differs: exit 1, the scenario and the first differing output named."""
+    """A baseline whose recorded output differs: exit 1, the scenario and the first differing output named;
+    ``--ignore`` accepts a difference only in the outputs it names."""
     data = json.loads(BASELINE.read_text())
     name = "opt/delay/numpy/one_rng"
     kept = data["scenarios"][name]
@@ -72,7 +73,12 @@ def test_a_changed_output_is_named_and_fails(tmp_path):
     changed.write_text(json.dumps(data))
     run = _bitcheck("compare", str(changed))
     assert run.returncode == 1, run.stdout + run.stderr
-    assert f"DIFFERS {name}: output 4 '0.b.m' differs (after '0.a.age', which agrees)" in run.stdout
+    assert f"DIFFERS {name}: output 4 '0.b.m' differs (after '0.a.age', which agrees); 1 of" in run.stdout
+    # accepted when the output's label is one the caller expects to change, and only then
+    run = _bitcheck("compare", str(changed), "--ignore", r"^0\.b\.m$")
+    assert run.returncode == 0 and "1 scenarios differ only in outputs matching" in run.stdout, run.stdout
+    run = _bitcheck("compare", str(changed), "--ignore", r"^0\.a\.m$")
+    assert run.returncode == 1, run.stdout
 
 
 def test_a_recording_is_reproduced_and_a_missing_scenario_fails(tmp_path):
