@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import hashlib
 import json
 import os
@@ -208,7 +209,9 @@ class Recorder:
         self.out(label, "no exception")
 
 
+@functools.cache
 def _registry() -> dict[str, Callable[[Recorder, Context], None]]:
+    """Every scenario by name (each scenario module's ``scenarios()``)."""
     import bitcheck_engine
     import bitcheck_errors
     import bitcheck_gym
@@ -257,11 +260,12 @@ def run_one(name: str, ctx: Context, show: bool = False) -> dict[str, Any]:
 
 
 def _run_chunk(names: list[str], ctx: Context) -> list[dict[str, Any]]:
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     return [run_one(n, ctx) for n in names]
 
 
 def run_all(names: list[str], ctx: Context, jobs: int) -> dict[str, dict[str, Any]]:
+    """Run ``names`` here (``jobs <= 1``) or in ``jobs`` fresh processes (each scenario starts clean, so the
+    results do not depend on which process runs which)."""
     if jobs <= 1:
         results = _run_chunk(names, ctx)
     else:
