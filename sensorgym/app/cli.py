@@ -576,7 +576,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     demo.add_argument(
-        "--steps", type=_positive("steps", 40), default=40, help="control steps to show (default 40)"
+        "--steps",
+        type=_positive("steps", 40),
+        default=40,
+        help="rows to show: the reset (step 0) and the control steps after it (default 40)",
     )
     demo.add_argument("--seed", type=int, default=0, help="seed of the sensor's noise and jitter (default 0)")
     demo.set_defaults(func=_demo)
@@ -601,8 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--seed", type=int, default=0, help="seed of the env, actions and sensors (default 0)")
     ins.add_argument(
         "--out",
-        help="PNG path (default: sensorgym_outputs/inspect.png); sensors with update_period or dropout also "
-        "get <name>_sampler.png beside it (samples taken, samples lost, the reading's age)",
+        help="PNG path (default: sensorgym_outputs/inspect.png); with a sensor that has update_period or "
+        "dropout a second figure is written beside it, named after it: inspect_sampler.png for the default, "
+        "fig_sampler.png for --out fig.png (samples taken, samples lost, the reading's age)",
     )
     ins.add_argument(
         "--model",
@@ -697,7 +701,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="sweep imperfection levels x critic type x seeds (resumable)",
         description="Train and score one PPO run per level x critic type x seed, then write a summary that "
         "answers the question with its uncertainty (paired asymmetric - symmetric differences with 95% "
-        "intervals) and a plot. Finished runs are appended to results.csv at once and skipped when the "
+        "intervals, and the smallest difference the seeds can detect with 80% probability) and a plot. "
+        "Finished runs are appended to results.csv at once and skipped when the "
         "command is run again; Ctrl-C stops within seconds and keeps them.",
         epilog="writes into --out: results.csv (one row per run), summary.md, return_vs_level.png, "
         "config.json\n\nexamples:\n  sensorgym ablate\n  sensorgym ablate --workers 4 --seeds 0 1 2 3 4 5\n"

@@ -54,8 +54,17 @@ def signed_bar(diff: float, scale: float = 40.0, width: int = 16) -> str:
 
 
 def run_demo(steps: int = 40, seed: int = 0) -> str:
-    """The text ``sensorgym demo`` prints: per step GT, measured and their signed difference."""
-    gt, measured = demo_traces(steps, seed)
+    """The text ``sensorgym demo`` prints: per step GT, measured and their signed difference, ``steps``
+    rows (the reset, step 0, and the ``steps - 1`` control steps after it: ``--steps 40`` had printed 41).
+
+    Example:
+        >>> text = run_demo(steps=3)
+        >>> [line.split()[0] for line in text.splitlines()[4:7]]
+        ['0', '1', '2']
+        >>> text.splitlines()[7]
+        ''
+    """
+    gt, measured = demo_traces(steps - 1, seed)
     lines = [
         "sensorgym demo: a 0.8 Hz sine seen through one sensor at dt=0.02 s",
         f"options: {OPTIONS}",
@@ -73,12 +82,13 @@ def run_demo(steps: int = 40, seed: int = 0) -> str:
     errs = [((measured[k:] - gt[: len(gt) - k]) ** 2).mean().item() for k in lags]
     lag = min(lags, key=errs.__getitem__)
     quant = measured / OPTIONS.resolution
+    residual = measured[lag:] - gt[: len(gt) - lag]
+    spread = f"{residual.std().item():.4f}" if residual.numel() > 1 else "n/a (one row)"
     lines += [
         "",
         f"best-aligning lag: {lag} steps ({lag * DT:.2f} s; delay 3 steps + jitter up to 1 step)",
         f"measured values on the {OPTIONS.resolution} grid: "
         f"{bool(torch.allclose(quant, quant.round(), atol=1e-4))}",
-        f"residual after alignment: mean {(measured[lag:] - gt[: len(gt) - lag]).mean().item():+.4f} "
-        f"(bias {OPTIONS.bias}), std {(measured[lag:] - gt[: len(gt) - lag]).std().item():.4f}",
+        f"residual after alignment: mean {residual.mean().item():+.4f} (bias {OPTIONS.bias}), std {spread}",
     ]
     return "\n".join(lines)

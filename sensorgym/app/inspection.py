@@ -475,10 +475,10 @@ def _density_terms(options: Any, component: int, dt: float) -> dict[str, Any] | 
     estimate; ``None`` where one of them (or ``update_period``) is drawn per episode.
 
     The noise is ``sigma = N / sqrt(T_s)`` per sample; through the low-pass filter ``a = exp(-2 pi f_c
-    T_s)`` (docs/error_model.md: the filter takes the white noise of either option) the reading's spread is ``sigma
-    sqrt((1 - a) / (1 + a))`` and consecutive reads, ``m`` samples apart, share a fraction ``a^m`` of it,
-    so their difference (what the estimate is made of) shows ``sqrt(1 - a^m)`` of it. The walk is
-    ``K sqrt(dt)`` per step.
+    T_s)`` (docs/error_model.md: the filter takes the white noise of either option) the reading's spread
+    is ``sigma sqrt((1 - a) / (1 + a))`` and consecutive reads, ``m`` samples apart, share a fraction
+    ``a^m`` of it, so their difference (what the estimate is made of) shows ``sqrt(1 - a^m)`` of it. The
+    walk is ``K sqrt(dt)`` per step.
 
     Example:
         >>> import sensorgym as sg
@@ -588,8 +588,9 @@ def compare_channel(
         sigma = math.sqrt((sigma or 0.0) ** 2 + density["noise"] ** 2) if sigma is not None else None
         rw = math.sqrt((rw or 0.0) ** 2 + density["walk"] ** 2) if rw is not None else None
         notes.append(density["note"])
-    # a per-step noise behind a bandwidth: the filter takes it as it takes a noise density's (docs/error_model.md)
-    # (compared unfiltered, a correct noise 0.2 behind a 3 Hz filter at dt 0.05 was "0.104, differs")
+    # a per-step noise behind a bandwidth: the filter takes it as it takes a noise density's
+    # (docs/error_model.md); compared unfiltered, a correct noise 0.2 behind a 3 Hz filter at dt 0.05 was
+    # "0.104, differs"
     written, per_step = sigma, _number(noise) if noise is not None else None
     if density is not None and density["filter"] < 1.0 and sigma is not None and per_step:
         filtered = per_step * density["filter"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 from .allan import allan_deviation, fit_m, octave_m
 from .channels import Channel
 from .config_out import PER_SENSOR, fitted_tables, merge_into, read_config, to_toml
-from .delay import estimate_delay
+from .delay import DelayEstimate, estimate_delay
 from .errors import FitError
 from .estimate import fit_allan
 from .lattice import lattice_step
@@ -35,7 +36,7 @@ from .model import Gaps
 from .readers import read_channels
 from .result import ChannelFit, ClosedLoop, FitResult
 from .simulate import SimSensor, simulate
-from .static import find_static_window
+from .static import find_static_window, long_gaps, without_gaps
 from .timing import Timing, analyse_timing, slot_steps
 
 __all__ = ["ChannelFit", "ClosedLoop", "FitResult", "default_name", "fit"]
@@ -155,6 +156,12 @@ def _fit_channel(
             f"give a window inside 0:{ch.duration:.4g}",
         )
     start, end = (t0 + window[0], t0 + min(window[1], ch.duration)) if window else found
+    # an Allan deviation must not bridge a logging gap: the longest part without one (a found window
+    # has none), said in one line
+    start, end, log_gaps = without_gaps(ch.times, start, end)
+    if window is None:
+        log_gaps = long_gaps(ch.times)
+    findings = [_gap_finding(ch, window, log_gaps, start - t0, end - t0)] if log_gaps else []
     inside = (ch.times >= start) & (ch.times <= end)
     values = ch.values[inside]
     if len(values) < _MIN_STATIC:
@@ -187,6 +194,28 @@ def _fit_channel(
         allan,
         (step, step_se),
         noise,
+        findings=findings,
+        gaps=log_gaps,
+    )
+
+
+def _gap_finding(
+    ch: Channel, window: tuple[float, float] | None, gaps: list[tuple[float, float]], start: float, end: float
+) -> str:
+    """One line on the logging gaps: those inside the window asked for, or the log's around the one
+    found."""
+    t0 = ch.times[0]
+    g = max(gaps, key=lambda g: g[1] - g[0])
+    what = f"{g[1] - g[0]:.3g} s at {g[0] - t0:.4g} s"
+    what = f"a logging gap of {what}" if len(gaps) == 1 else f"{len(gaps)} logging gaps (the longest {what})"
+    why = "an Allan deviation must not bridge a gap"
+    part = f"{start:.4g}-{end:.4g} s"
+    if window is None:
+        return f"{ch.name}: the log has {what}; the static window found, {part}, bridges none ({why})"
+    asked = f"--static {window[0]:g}:{window[1]:g}"
+    return (
+        f"{ch.name}: {asked} holds {what}; the fit uses its longest part without one, {part} ({why}; give "
+        "--static inside one part to choose another)"
     )
 
 
@@ -262,6 +291,29 @@ def _check_m(f: ChannelFit) -> np.ndarray:
     static window."""
     mean_interval = f.timing.sample_interval * (f.noise.gaps.mean if f.noise.gaps is not None else 1.0)
     return octave_m(f.allan.n, lo=2, hi=int(np.floor(f.duration / 10 / mean_interval + 1e-9)))
+
+
+def _delay(f: ChannelFit, ref: Channel) -> DelayEstimate:
+    """The channel's delay behind ``ref``, its standard error including the bandwidth's: the delay is the
+    transport delay on top of the fitted filter's own lag, so a cut-off known to ``± se`` moves it by the
+    change of that lag (the issue 33 log: 13.64 ± 0.035 ms for a true 13.5, its filter's uncertainty
+    left out; the delay's error is about 2.7 times that se)."""
+
+    def at(bandwidth: float) -> DelayEstimate:
+        c = f.channel
+        return estimate_delay(c.times, c.values, ref.times, ref.values, f.timing.sample_interval, bandwidth)
+
+    est = at(f.noise.params.bandwidth)
+    bw = f.noise.estimates["bandwidth"]
+    if est.delay is None or est.se is None or not bw.identified or not bw.se:
+        return est
+    # the delay's slope in the cut-off, by a central difference over +- one standard error
+    f_lo, f_hi = max(bw.value - bw.se, 0.5 * bw.value), bw.value + bw.se
+    low, high = at(f_lo), at(f_hi)
+    if low.delay is None or high.delay is None:
+        return est
+    slope = (high.delay - low.delay) / (f_hi - f_lo)
+    return replace(est, se=math.hypot(est.se, slope * bw.se))
 
 
 def _static_warning(f: ChannelFit) -> str | None:
@@ -341,18 +393,11 @@ def fit(
     for ch, name in zip(chans, table_names, strict=True):
         fits.append(_fit_channel(ch, name, components.get(name, 0), timings[ch.name], window, found))
         components[name] = components.get(name, 0) + 1
+    warnings += [w for f in fits for w in f.findings]
     warnings += [w for w in map(_static_warning, fits) if w]
     if reference:
-        ref = read[reference]
         for f in fits:
-            f.delay = estimate_delay(
-                f.channel.times,
-                f.channel.values,
-                ref.times,
-                ref.values,
-                f.timing.sample_interval,
-                bandwidth=f.noise.params.bandwidth,
-            )
+            f.delay = _delay(f, read[reference])
     options = _options(fits)
     sim = None
     if simulate_config:

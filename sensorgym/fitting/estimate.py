@@ -5,21 +5,27 @@ log's.
 a Gauss-Markov bias compete by ``Q / phi + 3 k`` (``k`` parameters: a term must lower ``Q`` by 3 per
 parameter it adds, where Akaike's criterion asks 2; ``phi`` the misfit ``Q / (n - k)`` of the fullest
 model, at least 1; on 80 white logs 4 got a term, against 12 with 2). A term of the chosen model is not
-identifiable from this log, and dropped (the rest refitted without it), when its relative uncertainty
-exceeds 50% (a factor ``e`` for a correlation time), when its bandwidth lies more than a fifth past
-Nyquist, when its correlation time is pinned at the end of its range (``5 T_s`` to two thirds of the
-longest ``tau``: there a Gauss-Markov bias is a white noise or a random walk), or when a random walk
-shapes the deviation over less than its last octave (:func:`_range_problem`). Two models within ``_TIE``
-of each other are a tie the criterion cannot break: the one whose Allan deviation lies inside the log's
-95% band at the octave ``tau`` of the closed-loop check is taken.
+identifiable from this log, and dropped (the rest refitted without it), when its two-standard-error
+interval reaches 0 or its relative uncertainty exceeds 50% (a factor ``e`` for a correlation time), when
+its bandwidth lies at or past Nyquist, when its correlation time is pinned at the end of its range (``5
+T_s`` to two thirds of the longest ``tau``: there a Gauss-Markov bias is a white noise or a random walk),
+when a bias is too slow to show its fall (:mod:`~sensorgym.fitting.profile`: beside a walk always, alone
+unless it beats the walk by ``_SEPARATE``), or when a random walk shapes the deviation over less than its
+last octave (:func:`_range_problem`). A log that rises far above every model without drift keeps its last
+drift term, however uncertain. Two models within ``_TIE`` of each other are a tie the criterion cannot
+break: the one whose Allan deviation lies inside the log's 95% band at the octave ``tau`` of the
+closed-loop check is taken. Where the other drift term alone explains the log about as well (a bias for a
+chosen walk that scores at least as well, a walk within ``_SEPARATE`` of a chosen bias), it is the fit's
+``alternative``, with its bounds.
 
 **Uncertainties** are the inverse Fisher information of ``Q``, times the misfit of the chosen model (at
 least 1: a model that misses the log's shape widens its own errors), and they include the choice of
 model: each value's variance adds the Akaike-weighted spread of the same value over the models that have
-it and whose terms the log can tell apart (weights ``exp(-score / 2)``), so where a model with and one
-without a term explain the log about as well, or a term the log asks for was dropped as not identifiable,
-the values they disagree on say so. Over 12 seeds of seven 2-hour parameter sets (docs/fit.md) the truth
-lies within two of these standard errors in 337 of 344 estimates (98%).
+it and whose terms the log can tell apart (weights ``exp(-score / 2)``). For a drift term a quarter of its
+profile-likelihood interval (:func:`~sensorgym.fitting.profile.drift_se`) stands for the Fisher error: the
+long-``tau`` estimates are few, and a correlation time's likelihood is far from a parabola. Over 20 seeds
+of each of nine published parameter sets (docs/fit.md) the truth lies within two of these standard errors
+in 90-98% of the fits, per term.
 
 **Lost samples** enter through the model (:class:`~sensorgym.fitting.model.Gaps`): the Allan deviation is
 that of the received samples, ``m`` counts received samples, and the model is that of the received
@@ -54,6 +60,7 @@ from .model import (
     random_walk_allan_variance,
     white_allan_variance,
 )
+from .profile import DECLINE, Alternative, alternative, best_fit, drift_se, random_walk_bound
 
 __all__ = ["TERMS", "Estimate", "NoiseFit", "allan_log_covariance", "fit_allan"]
 
@@ -64,6 +71,9 @@ _MAX_LOG_SE_TIME = 1.0  # a correlation time known to within a factor e is still
 _MIN_POINTS = 3
 _PENALTY = 3.0  # per parameter: a term must lower Q by 3 per parameter it adds (Akaike: 2)
 _TIE = 2.0  # score difference within which the closed-loop band check may decide
+# criterion difference that separates a walk from a slow bias: a true walk's hour-long logs read a bias
+# better by up to 7 (1 in 15, issue 33; the Gaussian law of log A overstates a low last point)
+_SEPARATE = 10.0
 
 
 @dataclass
@@ -97,6 +107,8 @@ class NoiseFit:
     dispersion: float
     notes: list[str] = field(default_factory=list)
     gaps: Gaps | None = None
+    #: a model the log cannot tell apart from the chosen one (a bias alone for a walk, or the reverse)
+    alternative: Alternative | None = None
 
     def model_adev(self, m: np.ndarray) -> np.ndarray:
         """The fitted model's Allan deviation at ``m`` received samples (the log's gaps)."""
@@ -168,28 +180,36 @@ def fit_allan(
     # pilot: the fullest model with each estimate on its own; then the joint law at it, and at the choice
     reference = problem.fit(full)[0]
     fits = None
-    for _ in range(2):
+    for final in (False, True):
         cov, bias = allan_log_covariance(reference, problem.m, problem.n, ts, gaps)
         problem.set_weights(cov, bias, problem.model(reference))
         fits = _fit_all(problem, structures, fits)
-        chosen, se_log, dispersion, score = _choose(problem, fits, structures)
-        reference = fits[chosen][0]
-    return _estimates(fits[chosen][0], chosen, se_log, allan, ts, problem, dispersion, score, fits)
+        choice = _choose(problem, fits, structures, profiles=final)  # the pilot's choice: weights only
+        reference = fits[choice.structure][0]
+    return _estimates(choice, allan, ts, problem, fits)
 
 
-def _range_problem(problem: AllanProblem, params: ModelParams, structure: Structure) -> int | None:
+def _range_problem(
+    problem: AllanProblem, params: ModelParams, structure: Structure, slow_ok: bool = False
+) -> int | None:
     """A term (0 filter, 1 random walk, 2 Gauss-Markov) of ``structure`` whose fitted value lies where the
-    log cannot tell it from another term, or None: a cut-off more than a fifth past Nyquist, a correlation
-    time pinned at the end of its range (a white noise or a random walk there), a random walk that shapes
-    the deviation over less than its last octave."""
-    # a cut-off a fifth past Nyquist correlates neighbouring samples by under e^(-1.2 pi) = 2.3%: a white
-    # log's scatter makes as much (without this rule 2 of 40 white logs of 20,000 samples at 100 Hz chose
-    # 61 and 65 Hz); the real x-io accelerometers' 46 and 55 Hz at 99 Hz (Nyquist 49.6) stay
+    log cannot tell it from another term, or None: a cut-off at or past Nyquist, a correlation
+    time pinned at the end of its range (a white noise or a random walk there), a bias too slow to show
+    its fall (a walk over the log's tau, :mod:`~sensorgym.fitting.profile`; a bias alone may be that slow
+    when ``slow_ok``: it beats the walk by more than the margin), a random walk that shapes the deviation
+    over less than its last octave."""
+    # a cut-off at or past Nyquist correlates neighbouring samples by under e^(-pi) = 4.3%: a white log's
+    # scatter makes as much (2 of 40 white logs of 20,000 samples at 100 Hz chose 61 and 65 Hz), and the
+    # options refuse it (a first-order filter's cut-off must lie below Nyquist, issue 33 item 15)
     tc = problem.tc_grid
-    if structure[0] and params.bandwidth > 0.6 / problem.ts:
+    if structure[0] and params.bandwidth >= 0.5 / problem.ts:
         return 0
-    if structure[2] and not (1.05 * tc[0] <= params.bias_correlation_time <= 0.95 * tc[-1]):
-        return 2
+    if structure[2]:
+        tau_c = params.bias_correlation_time
+        if not (1.05 * tc[0] <= tau_c <= 0.95 * tc[-1]):
+            return 2
+        if tau_c > problem.tau_max / DECLINE and (structure[1] or not slow_ok):
+            return 2
     if structure[1]:
         # a random walk rises to the longest tau: one that makes a quarter of the variance over less than
         # the last octave is a bend at the last point or two (a 15 s log's gyro read 0.015 +- 0.006 from
@@ -203,43 +223,103 @@ def _range_problem(problem: AllanProblem, params: ModelParams, structure: Struct
     return None
 
 
+@dataclass
+class _Choice:
+    """The chosen structure with its standard errors (log-parameters), misfit and every structure's
+    score; ``slow_ok``: the bias-only structures whose slow bias beats the walk by the margin."""
+
+    structure: Structure
+    se_log: dict[str, float]
+    dispersion: float
+    score: dict[Structure, float]
+    phi_full: float
+    slow_ok: dict[Structure, bool]
+
+
 def _choose(
-    problem: AllanProblem, fits: dict[Structure, tuple[ModelParams, float]], structures: list[Structure]
-) -> tuple[Structure, dict[str, float], float, dict[Structure, float]]:
+    problem: AllanProblem,
+    fits: dict[Structure, tuple[ModelParams, float]],
+    structures: list[Structure],
+    profiles: bool = True,
+) -> _Choice:
     """The structure the criterion prefers among those whose terms the log can pin down, the standard
-    errors of its log-parameters (model choice included) and the over-dispersion."""
+    errors of its log-parameters (model choice included; the drift terms' from their ``profiles``) and
+    the over-dispersion."""
     npts = len(problem.m)
     full = max(structures, key=sum)
     phi_full = max(1.0, fits[full][1] / max(npts - _k(full), 1))
     score = {s: fits[s][1] / phi_full + _PENALTY * _k(s) for s in structures}
+    # a bias alone, slower than the log shows, only where it beats the walk by the margin
+    slow_ok = {s: s[2] and not s[1] and score[s] + _SEPARATE < score[(s[0], True, False)] for s in structures}
     # the alternatives a value's uncertainty weighs: the structures whose terms all lie where the log
     # can tell them apart (a Gauss-Markov bias pinned at the longest tau is a random walk, not a rival)
-    rivals = [s for s in structures if _range_problem(problem, fits[s][0], s) is None]
+    rivals = [s for s in structures if _range_problem(problem, fits[s][0], s, slow_ok[s]) is None]
+
+    cache: dict[Structure, dict[str, float]] = {}
+
+    def se_of(s: Structure, phi: float) -> dict[str, float]:
+        if s in cache:
+            return cache[s]
+        fisher, spread = _total_se(problem, fits, score, s, phi, rivals)
+        out = cache[s] = {k: math.hypot(fisher[k], spread[k]) for k in fisher}
+        if profiles and (s[1] or s[2]) and _weak_term(s, out) is None:
+            # the drift terms' profiles stand for their Fisher errors (a bias beside a walk must show its
+            # fall; a bias alone may range to the grid's end)
+            tc_max = problem.tau_max / DECLINE if s[1] else problem.tc_grid[-1]
+            off = _off_q(problem, fits, s, tc_max)
+            drift = drift_se(problem, s, fits[s][0], fits[s][1], phi, off, tc_max)
+            out.update({k: math.hypot(v, spread[k]) for k, v in drift.items()})
+        return out
+
     allowed = list(structures)
     while True:
         chosen = min(allowed, key=lambda s: (score[s], _k(s)))
         params = fits[chosen][0]
         dispersion = max(1.0, fits[chosen][1] / max(npts - _k(chosen), 1))
-        weak = _range_problem(problem, params, chosen)
+        weak = _range_problem(problem, params, chosen, slow_ok[chosen])
+        uncertain = weak is None
         if weak is None:
-            se_log = _total_se(problem, fits, score, chosen, dispersion, rivals)
+            se_log = se_of(chosen, dispersion)
             weak = _weak_term(chosen, se_log)
         if weak is None:
             break
-        # a term the log cannot pin down is dropped, and the others refitted without it
-        allowed = [s for s in allowed if not s[weak]]
+        # a term the log cannot pin down is dropped, and the others refitted without it; but a log that
+        # rises far above every model without drift keeps its last drift term, uncertain as it is
+        remaining = [s for s in allowed if not s[weak]]
+        after = min(remaining, key=lambda s: (score[s], _k(s)))
+        needed = score[after] - score[chosen] > _SEPARATE
+        if uncertain and sum(chosen[1:]) == 1 and not any(after[1:]) and needed:
+            break
+        allowed = remaining
     if problem.inside(params):
-        return chosen, se_log, dispersion, score
+        return _Choice(chosen, se_log, dispersion, score, phi_full, slow_ok)
     # a tie (scores within _TIE) that the criterion cannot break: the structure whose Allan deviation
     # stays inside the log's 95% band at the octave tau of the closed-loop check, if one does
     for s in sorted(rivals, key=lambda s: score[s]):
         if s == chosen or score[s] - score[chosen] >= _TIE or not problem.inside(fits[s][0]):
             continue
         phi = max(1.0, fits[s][1] / max(npts - _k(s), 1))
-        se_s = _total_se(problem, fits, score, s, phi, rivals)
+        se_s = se_of(s, phi)
         if _weak_term(s, se_s) is None:
-            return s, se_s, phi, score
-    return chosen, se_log, dispersion, score
+            return _Choice(s, se_s, phi, score, phi_full, slow_ok)
+    return _Choice(chosen, se_log, dispersion, score, phi_full, slow_ok)
+
+
+def _off_q(
+    problem: AllanProblem, fits: dict[Structure, tuple[ModelParams, float]], s: Structure, tc_max: float
+) -> dict[str, float]:
+    """``Q`` of ``s`` less each of its drift terms (a remaining bias of correlation time at most
+    ``tc_max``)."""
+    out = {}
+    if s[2]:
+        out["bias_instability"] = fits[(s[0], s[1], False)][1]
+    if s[1]:
+        no_walk = (s[0], False, s[2])
+        p, q = fits[no_walk]
+        if s[2] and p.bias_correlation_time > tc_max:
+            q = best_fit(problem, no_walk, [p, fits[s][0]], tc_max)[1]
+        out["random_walk_density"] = q
+    return out
 
 
 def _total_se(
@@ -249,9 +329,10 @@ def _total_se(
     chosen: Structure,
     dispersion: float,
     rivals: list[Structure],
-) -> dict[str, float]:
-    """Per log-parameter of ``chosen``: the Fisher standard error times the over-dispersion, with the
-    Akaike-weighted spread of the same parameter over the ``rivals`` that have it added in quadrature."""
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Per log-parameter of ``chosen``: the Fisher standard error times the over-dispersion, and the
+    Akaike-weighted spread of the same parameter over the ``rivals`` that have it (to be added in
+    quadrature)."""
     params = fits[chosen][0]
     names = param_names(chosen)
     fisher = np.sqrt(np.maximum(np.diag(problem.covariance(params, chosen)), 0.0) * dispersion)
@@ -259,13 +340,12 @@ def _total_se(
     best = min(score[s] for s in pool)
     weight = {s: math.exp(-(score[s] - best) / 2.0) for s in pool}
     values = {s: dict(zip(param_names(s), pack(fits[s][0], s), strict=True)) for s in pool}
-    out = {}
-    for name, se, own in zip(names, fisher, pack(params, chosen), strict=True):
+    spread = {}
+    for name, own in zip(names, pack(params, chosen), strict=True):
         having = [s for s in pool if name in values[s]]
         total = sum(weight[s] for s in having)
-        spread = sum(weight[s] * (values[s][name] - own) ** 2 for s in having) / total
-        out[name] = math.sqrt(se**2 + spread)
-    return out
+        spread[name] = math.sqrt(sum(weight[s] * (values[s][name] - own) ** 2 for s in having) / total)
+    return dict(zip(names, map(float, fisher), strict=True)), spread
 
 
 def _weak_term(structure: Structure, se_log: dict[str, float]) -> int | None:
@@ -291,17 +371,15 @@ def _relative(se_log: float, value: float, variance: bool) -> float:
 
 
 def _estimates(
-    params: ModelParams,
-    structure: Structure,
-    se_log: dict[str, float],
+    choice: _Choice,
     allan: Allan,
     ts: float,
     problem: AllanProblem,
-    dispersion: float,
-    score: dict[Structure, float],
     fits: dict[Structure, tuple[ModelParams, float]],
 ) -> NoiseFit:
-    filt, rw, gm = structure
+    structure, se_log = choice.structure, choice.se_log
+    params = fits[structure][0]
+    filt = structure[0]
     gaps = problem.gaps
     m, taus = problem.m, allan.taus
     total = allan_variance(params, m, ts, gaps)
@@ -328,48 +406,7 @@ def _estimates(
             note="no roll-off at the shortest tau: any filter cuts off near or above Nyquist "
             f"({nyquist:.3g} Hz)",
         )
-    edge = f"the longest tau here is {taus.max():.3g} s"
-    if rw:
-        part = random_walk_allan_variance(params.random_walk_density, m, ts, gaps)
-        est["random_walk_density"] = Estimate(
-            params.random_walk_density,
-            _relative(se_log["random_walk_density"], params.random_walk_density, True),
-            _tau_range(taus, part, total),
-        )
-    else:
-        # the largest K whose random walk stays below the log's upper band at every tau
-        upper = math.sqrt(float(np.min(allan.hi**2 / random_walk_allan_variance(1.0, m, ts, gaps))))
-        with_rw = [s for s in fits if s[1] and s[0] == filt and s[2] == gm]
-        why = f"no rise at the longest tau: the log is too short to show a random walk ({edge})"
-        if with_rw and score[with_rw[0]] < score[structure]:
-            why = (
-                "the log's longest tau rise cannot be told apart from the other terms well enough to give "
-                f"a value ({edge})"
-            )
-        est["random_walk_density"] = Estimate(None, note=why, upper=upper)
-    if gm:
-        part = gauss_markov_allan_variance(params.bias_instability, params.bias_correlation_time, m, ts, gaps)
-        rng = _tau_range(taus, part, total)
-        est["bias_instability"] = Estimate(
-            params.bias_instability,
-            _relative(se_log["bias_instability"], params.bias_instability, True),
-            rng,
-        )
-        est["bias_correlation_time"] = Estimate(
-            params.bias_correlation_time,
-            _relative(se_log["bias_correlation_time"], params.bias_correlation_time, False),
-            rng,
-        )
-    else:
-        why = f"no flattening of the deviation between white noise and random walk ({edge})"
-        with_gm = [s for s in fits if s[2] and s[0] == filt and s[1] == rw]
-        if with_gm and score[with_gm[0]] < score[structure]:
-            why = (
-                "the log shows a bias instability, but its size and correlation time cannot be told apart "
-                f"from the random walk and the white noise ({edge})"
-            )
-        est["bias_instability"] = Estimate(None, note=why)
-        est["bias_correlation_time"] = Estimate(None, note=why)
+    est.update(_drift_estimates(choice, params, allan, problem, fits))
     e = est["noise_density"]
     if e.se is not None and e.se > _MAX_RELATIVE_SE * params.noise_density:
         est["noise_density"] = Estimate(
@@ -379,16 +416,8 @@ def _estimates(
         notes.append(
             "the white noise is hidden under the quantization: the noise density is not identifiable"
         )
-    final = ModelParams(
-        noise_density=params.noise_density if est["noise_density"].identified else 0.0,
-        bandwidth=params.bandwidth if est["bandwidth"].identified else 0.0,
-        random_walk_density=params.random_walk_density if est["random_walk_density"].identified else 0.0,
-        bias_instability=params.bias_instability if est["bias_instability"].identified else 0.0,
-        bias_correlation_time=params.bias_correlation_time
-        if est["bias_correlation_time"].identified
-        else 0.0,
-        resolution=params.resolution,
-    )
+    kept = {k: getattr(params, k) if est[k].identified else 0.0 for k in TERMS}
+    final = ModelParams(**kept, resolution=params.resolution)
     if params.resolution > 0 and params.noise_density > 0:
         a_f = math.exp(-2 * math.pi * params.bandwidth * ts) if params.bandwidth else 0.0
         spread = params.noise_density / math.sqrt(ts) * math.sqrt((1 - a_f) / (1 + a_f))
@@ -398,4 +427,71 @@ def _estimates(
                 "rounding is "
                 "not white there, and the fit's split between noise and quantization is rough"
             )
-    return NoiseFit(final, est, allan, ts, structure, dispersion, notes, gaps)
+    other = alternative(problem, structure, params, choice.score, fits, choice.phi_full, _PENALTY, _SEPARATE)
+    return NoiseFit(final, est, allan, ts, structure, choice.dispersion, notes, gaps, other)
+
+
+def _drift_estimates(
+    choice: _Choice,
+    params: ModelParams,
+    allan: Allan,
+    problem: AllanProblem,
+    fits: dict[Structure, tuple[ModelParams, float]],
+) -> dict[str, Estimate]:
+    """The random walk's and the Gauss-Markov bias's estimates, or why the log cannot give them."""
+    structure, se_log = choice.structure, choice.se_log
+    filt, rw, gm = structure
+    m, taus, ts, gaps = problem.m, allan.taus, problem.ts, problem.gaps
+    total = allan_variance(params, m, ts, gaps)
+    edge = f"the longest tau here is {taus.max():.3g} s"
+    # does the log rise above its white noise (and filter, rounding) at the longest tau?
+    flat = allan_variance(params.replace(random_walk_density=0.0, bias_instability=0.0), m, ts, gaps)
+    rises = bool(allan.lo[-1] ** 2 > flat[-1])
+    est: dict[str, Estimate] = {}
+    if rw:
+        part = random_walk_allan_variance(params.random_walk_density, m, ts, gaps)
+        est["random_walk_density"] = Estimate(
+            params.random_walk_density,
+            _relative(se_log["random_walk_density"], params.random_walk_density, True),
+            _tau_range(taus, part, total),
+        )
+    else:
+        tc_max = problem.tc_grid[-1] if gm else problem.ts
+        upper = random_walk_bound(problem, structure, params, fits[structure][1], choice.dispersion, tc_max)
+        tc = params.bias_correlation_time
+        if gm and rises:
+            why = f"the rise at long tau is the Gauss-Markov bias's (tau_c {tc:.3g} s): a random walk beside "
+            why += f"it is too small to tell apart ({edge})"
+        elif rises:
+            why = (
+                "the log rises only at its last tau or two, which a walk, a slow drift or chance make alike "
+            )
+            why += f"({edge})"
+        else:
+            why = "no rise above the white noise at the longest tau: the log is too short to show a random "
+            why += f"walk ({edge})"
+        est["random_walk_density"] = Estimate(None, note=why, upper=upper if math.isfinite(upper) else None)
+    if gm:
+        part = gauss_markov_allan_variance(params.bias_instability, params.bias_correlation_time, m, ts, gaps)
+        span = _tau_range(taus, part, total)
+        est["bias_instability"] = Estimate(
+            params.bias_instability,
+            _relative(se_log["bias_instability"], params.bias_instability, True),
+            span,
+        )
+        est["bias_correlation_time"] = Estimate(
+            params.bias_correlation_time,
+            _relative(se_log["bias_correlation_time"], params.bias_correlation_time, False),
+            span,
+        )
+    else:
+        why = f"no flattening of the deviation between white noise and random walk ({edge})"
+        with_gm = [s for s in fits if s[2] and s[0] == filt and s[1] == rw]
+        if with_gm and choice.score[with_gm[0]] < choice.score[structure]:
+            why = (
+                "the log shows a bias instability, but its size and correlation time cannot be told apart "
+                f"from the random walk and the white noise ({edge})"
+            )
+        est["bias_instability"] = Estimate(None, note=why)
+        est["bias_correlation_time"] = Estimate(None, note=why)
+    return est

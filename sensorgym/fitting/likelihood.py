@@ -58,7 +58,8 @@ __all__ = [
 ]
 
 GRID = 16
-MODEL_ERROR = 0.005  # relative error of each estimate on top of its sampling error (the closed form's)
+MODEL_ERROR = 0.0005  # relative error of each estimate on top of its sampling error (the closed form's)
+NUGGET = 0.1  # and a tenth of its own sampling variance, independent of its neighbours'
 _STRATA, _PER_STRATUM = 1500, 4  # the frequency grid of the covariance integral
 
 Structure = tuple[bool, bool, bool]  # filter, random walk, Gauss-Markov
@@ -98,7 +99,8 @@ def allan_log_covariance(
     nu = np.maximum(2.0 / np.diag(rel), 1.0)
     # few degrees of freedom: log chi-square's own variance psi'(nu/2) instead of 2 / nu
     scale = np.sqrt(special.polygamma(1, nu / 2.0) * nu / 2.0)
-    rel = rel * np.outer(scale, scale) + np.diag(np.full(len(m), MODEL_ERROR**2))
+    rel = rel * np.outer(scale, scale)
+    rel = rel + np.diag(MODEL_ERROR**2 + NUGGET * np.diag(rel))
     bias = special.digamma(nu / 2.0) - np.log(nu / 2.0)
     return rel, bias
 
@@ -145,6 +147,7 @@ class AllanProblem:
         tau_max = float(self.m.max()) * ts * (gaps.mean if gaps is not None else 1.0)
         self.fc_grid = np.geomspace(0.002, 1.0, GRID) / ts  # a = 0.975 .. 0.002 (past Nyquist: no filter)
         tc_lo, tc_hi = 5 * ts, tau_max / 1.5
+        self.tau_max = tau_max
         self.tc_grid = np.geomspace(tc_lo, tc_hi, GRID) if tc_hi > 2 * tc_lo else None
         # the grid's columns, once: white noise through each filter, the random walk, each Gauss-Markov
         self.white_cols = {None: white_allan_variance(1.0, 0.0, self.m, ts, gaps)}
@@ -210,12 +213,40 @@ class AllanProblem:
                 s2 = next(c) if gm else 0.0
                 p = ModelParams(math.sqrt(n2), fc or 0.0, math.sqrt(k2), math.sqrt(s2), tc or 0.0, res)
                 best = (self.q(p), p)
+        if best is None:  # no grid: the starts, as they are
+            best = min(((self.q(self.complete(p, structure)), self.complete(p, structure)) for p in starts),
+                       key=lambda b: b[0])  # fmt: skip
+            starts = [best[1], *starts]
+        out = best
+        for start in [best[1], *starts[:3]] if grid else starts[:4]:
+            # a term that is off cannot be polished in log space: start it small instead (or where the
+            # grid puts the bandwidth and correlation time)
+            polished, q = self.polish(structure, self.complete(start, structure, best[1]))
+            if q < out[0]:
+                out = (q, polished)
+        return out[1], out[0]
+
+    def polish(
+        self,
+        structure: Structure,
+        start: ModelParams,
+        pins: dict[int, float] | None = None,
+        tc_max: float | None = None,
+        tolerance: float = 1e-4,
+    ) -> tuple[ModelParams, float]:
+        """Levenberg-Marquardt from ``start`` (every term of ``structure`` on), the log-parameters of
+        ``pins`` (index in :func:`pack` order: value) held fixed, the correlation time at most ``tc_max``
+        (default: the end of the grid), until a step gains less than ``tolerance`` in ``Q``."""
+        filt, rw, gm = structure
         lower = [-np.inf] + ([math.log(self.fc_grid[0])] if filt else []) + ([-np.inf] if rw else [])
         upper = [np.inf] + ([math.log(self.fc_grid[-1])] if filt else []) + ([np.inf] if rw else [])
         if gm:
             lower += [-np.inf, math.log(self.tc_grid[0])]
-            upper += [np.inf, math.log(self.tc_grid[-1])]
+            upper += [np.inf, math.log(tc_max if tc_max is not None else self.tc_grid[-1])]
         lower_a, upper_a = np.array(lower), np.array(upper)
+        for i, value in (pins or {}).items():
+            lower_a[i] = upper_a[i] = value
+        res = self.resolution
 
         def residual(theta: np.ndarray) -> np.ndarray:
             with np.errstate(all="ignore"):
@@ -223,23 +254,11 @@ class AllanProblem:
                 r = self.white @ (self.y - np.log(model))
             return r if np.all(np.isfinite(r)) else np.full(len(r), 1e150)
 
-        if best is None:  # no grid: the starts, as they are
-            best = min(((self.q(self._complete(p, structure)), self._complete(p, structure)) for p in starts),
-                       key=lambda b: b[0])  # fmt: skip
-            starts = [best[1], *starts]
-        out = best
-        for start in [best[1], *starts[:3]] if grid else starts[:4]:
-            # a term that is off cannot be polished in log space: start it small instead (or where the
-            # grid puts the bandwidth and correlation time)
-            start = self._complete(start, structure, best[1])
-            theta = levenberg_marquardt(residual, pack(start, structure), lower_a, upper_a)
-            polished = unpack(theta, structure, res)
-            q = self.q(polished)
-            if q < out[0]:
-                out = (q, polished)
-        return out[1], out[0]
+        theta = levenberg_marquardt(residual, pack(start, structure), lower_a, upper_a, tolerance=tolerance)
+        polished = unpack(theta, structure, res)
+        return polished, self.q(polished)
 
-    def _complete(self, p: ModelParams, structure: Structure, fill: ModelParams | None = None) -> ModelParams:
+    def complete(self, p: ModelParams, structure: Structure, fill: ModelParams | None = None) -> ModelParams:
         """``p`` with every term of ``structure`` on: a term that is off cannot be polished in log space,
         so it starts small (or where ``fill`` has it: the grid's bandwidth and correlation time)."""
         filt, rw, gm = structure
@@ -275,7 +294,12 @@ class AllanProblem:
 
 
 def levenberg_marquardt(
-    residual, theta: np.ndarray, lower: np.ndarray, upper: np.ndarray, iterations: int = 60
+    residual,
+    theta: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    iterations: int = 60,
+    tolerance: float = 1e-4,
 ) -> np.ndarray:
     """Minimize ``|residual(theta)|^2`` within the box ``[lower, upper]`` (Levenberg-Marquardt with a
     forward-difference Jacobian, each step projected into the box). Written out rather than
@@ -309,6 +333,6 @@ def levenberg_marquardt(
         gain = cost - c_new
         theta, r, cost = new, r_new, c_new
         damping = max(damping / 3.0, 1e-12)
-        if gain < 1e-4:  # Q is a chi-square: a ten-thousandth changes nothing
+        if gain < tolerance:  # Q is a chi-square: a ten-thousandth changes nothing
             break
     return theta

@@ -65,6 +65,10 @@ class ChannelFit:
     noise: NoiseFit
     delay: DelayEstimate | None = None
     closed_loop: ClosedLoop | None = None
+    #: what the fit found about the window and what its model leaves unexplained (printed as warnings)
+    findings: list[str] = field(default_factory=list)
+    #: logging gaps inside the window asked for or around the one found (``(before, after)``, s)
+    gaps: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def duration(self) -> float:

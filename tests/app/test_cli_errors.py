@@ -255,6 +255,6 @@ def test_help_explains_timesteps_seed_steps_and_episodes(capsys):
     assert "--episodes EPISODES evaluation episodes" in texts["eval"]
     assert "--seed SEED seed of the evaluation envs" in texts["eval"]
     assert "--steps STEPS control steps to record" in texts["inspect"]
-    assert "--steps STEPS control steps to show" in texts["demo"]
+    assert "--steps STEPS rows to show: the reset (step 0) and the control steps after it" in texts["demo"]
     assert "RUN_DIR the run directory" in texts["eval"]
     assert "config.json" in texts["train"] and "config.json" in texts["ablate"]

@@ -308,12 +308,12 @@ def test_inspect_says_a_short_trace_gives_rough_estimates(capsys):
 
 
 def test_demo_prints_signed_differences():
-    text = run_demo(steps=12, seed=0)
+    text = run_demo(steps=13, seed=0)
     gt, measured = demo_traces(12, 0)
     rows = [
         line.split() for line in text.splitlines() if re.match(r"\s*\d+\s+\d+\.\d\d\s+-?\d+\.\d{4}\s", line)
     ]
-    assert len(rows) == 13  # the reset (step 0) and 12 control steps
+    assert len(rows) == 13  # --steps 13: the reset (step 0) and 12 control steps
     signs = []
     for row, g, m in zip(rows, gt, measured, strict=True):
         diff = float(row[4])

@@ -1,8 +1,9 @@
 """The sweep's answer: ``summary.md`` gives per level the mean and sample standard deviation (ddof=1)
 over seeds for each critic, the asymmetric-minus-symmetric difference on paired seeds with a 95%
-t-interval and p-value (:mod:`~sensorgym.app.ablation.statistics`), the spread of single evaluation
-episodes, and one sentence saying what the data support and how strongly; ``return_vs_level.png`` plots
-the same.
+t-interval and p-value (:mod:`~sensorgym.app.ablation.statistics`), the smallest difference the paired
+test detects with 80% probability at that level's spread and number of seeds (so that "no clear
+difference" says what it rules out), the spread of single evaluation episodes, and one sentence saying
+what the data support and how strongly; ``return_vs_level.png`` plots the same.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
-from .statistics import ci_half, paired_difference
+from .statistics import ci_half, detectable_difference, paired_difference
 
 __all__ = ["plot_results", "results_figure", "summary_markdown"]
 
@@ -151,11 +152,37 @@ def _verdict(name: str, d: dict[str, float], episode_sd: float) -> str:
             f"At {name}, only a weak hint that the asymmetric critic scores {better} "
             f"(asymmetric - symmetric = {_fmt(d['mean'], sign=True)}, {ci}): the interval still includes 0, "
             f"so the data do not show a difference at the 5% level; more seeds would tell{scale}."
+            + _power_sentence(d)
         )
     return (
         f"At {name}, no clear difference: asymmetric - symmetric = {_fmt(d['mean'], sign=True)} ({ci}); "
         f"the data are consistent with anything from {_fmt(d['lo'], sign=True)} to "
         f"{_fmt(d['hi'], sign=True)}, so they neither show that it helps nor that it does not{scale}."
+        + _power_sentence(d)
+    )
+
+
+#: seeds for the "more seeds would detect" comparison of the power sentence
+_MORE_SEEDS = 10
+
+
+def _power_sentence(d: dict[str, float]) -> str:
+    """What a null answer rules out: the smallest true difference the study's paired t-test detects with
+    80% probability, at the spread of the paired differences seen and the number of seeds (and at
+    :data:`_MORE_SEEDS` seeds with the same spread)."""
+    n, sd = int(d["n"]), d["sd"]
+    smallest = detectable_difference(sd, n)
+    if not math.isfinite(smallest):
+        return ""
+    more = (
+        f"; {_MORE_SEEDS} seeds would detect {_fmt(detectable_difference(sd, _MORE_SEEDS))}"
+        if n < _MORE_SEEDS
+        else ""
+    )
+    return (
+        f" With {n} seeds and this spread of the paired differences (sd {_fmt(sd)}), the study detects a "
+        f"true difference of {_fmt(smallest)} or more (either way) with 80% probability: a smaller one is "
+        f"not ruled out{more}."
     )
 
 
@@ -217,7 +244,7 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
         *(f"{c}: mean ± sd (seeds)" for c in critics),
     ]
     if both:
-        head += ["asymmetric - symmetric, paired [95% CI]", "p"]
+        head += ["asymmetric - symmetric, paired [95% CI]", "p", "detectable (80% power)"]
     head += ["episode sd"]
     lines += ["## Scores per level", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     texts, numbered = _level_labels(levels, cell_keys)
@@ -235,6 +262,7 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
         if both:
             ci = f" [{_fmt(d['lo'], sign=True)}, {_fmt(d['hi'], sign=True)}]" if d["n"] > 1 else ""
             cells += [f"{_fmt(d['mean'], sign=True)}{ci}", f"{d['p']:.2g}" if d["n"] > 1 else "n/a"]
+            cells.append(_fmt(detectable_difference(d["sd"], int(d["n"]))))
         cells.append(_fmt(_episode_sd(lv)[0]))
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
@@ -245,6 +273,11 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
         "the two "
         "critics on the same seeds (same initial weights' seed, same training and evaluation envs), with a "
         "Student-t 95% confidence interval over seeds and the two-sided paired t-test p-value; "
+        "*detectable (80% power)* is the smallest true difference, either way, that this test at the 5% "
+        "level finds with 80% probability, given the number of seeds and the sd of the paired differences "
+        "seen (the noncentral t; that sd is itself rough with few seeds): at a level without a clear "
+        "difference, a true difference that large would have been found 4 times in 5, and a smaller one "
+        "is not ruled out; "
         "*episode sd* is "
         "the pooled standard deviation of single evaluation episodes within a run (how much one episode's "
         "return varies; a run's score averages its episodes). Few seeds give wide intervals: add seeds "
