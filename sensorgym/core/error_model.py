@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ErrorModel"]
 
+#: the options whose terms follow the sensor's own sample interval ``T_s`` (the model keeps it per column)
+RATE_DEPENDENT = ("noise_density", "bandwidth")
+
 _compiled: Any = None
 
 
@@ -98,13 +101,19 @@ class ErrorModel:
                     self.states[name] = torch.zeros_like(like)
                 for key in term.inputs:
                     self.inputs[key] = torch.zeros_like(like)
-        device = None if like is None else like.device
-        cols_of = [j for j, s in enumerate(sensors) for _ in range(s.cache_slice.stop - s.cache_slice.start)]
-        self.col_to_sensor = torch.tensor(cols_of, dtype=torch.long, device=device)
-        # T_s per env and sensor: from the sampler (per env, possibly randomized), else fixed per sensor
-        fixed = [sample_interval(s.options, dt) for s in sensors]
-        b = 0 if like is None else like.shape[0]
-        self._fixed_interval = torch.tensor([fixed], dtype=torch.float64, device=device).expand(b, -1)
+        self.col_to_sensor: torch.Tensor | None = None  # column -> its sensor, for the terms that need T_s
+        self._fixed_interval: torch.Tensor | None = None
+        if any(f in values for f in RATE_DEPENDENT):
+            cols_of = [
+                j for j, s in enumerate(sensors) for _ in range(s.cache_slice.stop - s.cache_slice.start)
+            ]
+            self.col_to_sensor = torch.tensor(cols_of, dtype=torch.long, device=like.device)
+            # T_s per env and sensor: from the sampler (per env, possibly randomized), else fixed per sensor
+            fixed = [sample_interval(s.options, dt) for s in sensors]
+            b = like.shape[0]
+            self._fixed_interval = torch.tensor([fixed], dtype=torch.float64, device=like.device).expand(
+                b, -1
+            )
         self.sampler: Sampler | None = None
         self.follows_due = False
         #: per term, the fields its derivation reads (a reset that redraws one recomputes its tables)
