@@ -86,8 +86,10 @@ class ErrorModel:
         # the eager plan rounds after every operation: those dtypes keep the eager plan (same bits)
         exact = like is None or like.dtype in (torch.float32, torch.float64)
         self.run = _compiled_plan() if compiled and exact else run_plan
-        #: the terms some sensor of the class has: the class holds a per-env table of their first option
-        self.terms: tuple[Term, ...] = tuple(t for t in _terms.TERMS if t.options[0] in values)
+        #: the terms (then the stages after them) some sensor of the class has: the class holds a per-env
+        #: table of their first option
+        every = (*_terms.TERMS, *_terms.STAGES)
+        self.terms: tuple[Term, ...] = tuple(t for t in every if t.options[0] in values)
         self._tables: dict[str, torch.Tensor] = {}
         self.states: dict[str, torch.Tensor] = {}  # per-env state, by name (checkpoint key "md.<name>")
         self.inputs: dict[str, torch.Tensor] = {}  # the state entries the terms read every step
@@ -101,19 +103,14 @@ class ErrorModel:
                     self.states[name] = torch.zeros_like(like)
                 for key in term.inputs:
                     self.inputs[key] = torch.zeros_like(like)
-        self.col_to_sensor: torch.Tensor | None = None  # column -> its sensor, for the terms that need T_s
+        self._sensors = sensors
+        self._col_to_sensor: torch.Tensor | None = None  # made for the terms that read per-sensor values
         self._fixed_interval: torch.Tensor | None = None
         if any(f in values for f in RATE_DEPENDENT):
-            cols_of = [
-                j for j, s in enumerate(sensors) for _ in range(s.cache_slice.stop - s.cache_slice.start)
-            ]
-            self.col_to_sensor = torch.tensor(cols_of, dtype=torch.long, device=like.device)
             # T_s per env and sensor: from the sampler (per env, possibly randomized), else fixed per sensor
             fixed = [sample_interval(s.options, dt) for s in sensors]
-            b = like.shape[0]
-            self._fixed_interval = torch.tensor([fixed], dtype=torch.float64, device=like.device).expand(
-                b, -1
-            )
+            interval = torch.tensor([fixed], dtype=torch.float64, device=like.device)
+            self._fixed_interval = interval.expand(like.shape[0], -1)
         self.sampler: Sampler | None = None
         self.follows_due = False
         #: per term, the fields its derivation reads (a reset that redraws one recomputes its tables)
@@ -164,7 +161,21 @@ class ErrorModel:
     def sample_interval(self) -> torch.Tensor:
         """``(B, cols)`` float64 ``T_s`` of each env and column."""
         interval = self.sampler.sample_interval() if self.sampler is not None else self._fixed_interval
-        return interval.index_select(1, self.col_to_sensor)
+        return interval.index_select(1, self.column_sensor())
+
+    def column_sensor(self) -> torch.Tensor:
+        """``(cols,)`` int64: the sensor (its index in the class) of each column."""
+        if self._col_to_sensor is None:
+            widths = [s.cache_slice.stop - s.cache_slice.start for s in self._sensors]
+            cols_of = [j for j, w in enumerate(widths) for _ in range(w)]
+            self._col_to_sensor = torch.tensor(cols_of, dtype=torch.long, device=self.scratch.device)
+        return self._col_to_sensor
+
+    @property
+    def sampler_take(self) -> torch.Tensor | None:
+        """``(B, n_sensors)`` bool: the envs and sensors that take a sample this step (due and not lost),
+        decided before the hook; None without a sampler (every step is a sample)."""
+        return None if self.sampler is None else self.sampler.take
 
     @property
     def sampler_due(self) -> torch.Tensor:
@@ -201,8 +212,8 @@ class ErrorModel:
         the filter advances on when the sensor has an own rate (``T_s > dt``)."""
         self.sampler = sampler
         self.follows_due = sampler is not None and sampler.has_rate and self.has("bandwidth")
-        if self.follows_due:
-            sampler.decides_early = True  # the filter advances on due samples, lost ones included
+        if self.follows_due or (sampler is not None and any(t.samples for t in self.terms)):
+            sampler.decides_early = True  # the plan reads this step's due (or taken) samples
         self.refresh()
         self.plan()
 

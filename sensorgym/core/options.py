@@ -424,11 +424,6 @@ class SimpleSensorOptions(SensorOptions):
         ``update_period`` can be 0."""
         nyquist_error(self, self.bandwidth, dt)
 
-    #: the terms that add an unbounded random value: a component with one of them non-zero has no bounds
-    #: (the observation space of its measured reading is unbounded there)
-    unbounded_terms: ClassVar[tuple[str, ...]] = (
-        "noise", "noise_density", "random_walk", "random_walk_density", "bias_instability",
-    )  # fmt: skip
     #: imperfections that must be >= 0 (bias and scale_factor may be negative)
     _non_negative: ClassVar[tuple[str, ...]] = (
         "noise", "random_walk", "resolution", "noise_density", "random_walk_density", "bias_instability",
@@ -594,6 +589,21 @@ def _correlation_time(options: SimpleSensorOptions, name: str, value: Any) -> Co
             )
     return value
 
+
+def _validate_simple(options: SimpleSensorOptions) -> None:
+    """The field checks, then the options of registered error terms and stages that this (sub)class has
+    and no check covers: each a number, per-component values or a distribution (a term declared outside
+    the package brings its options this way, with an options subclass that adds the fields)."""
+    SensorOptions._validate(options)
+    from .terms import component_options
+
+    checked = {name for name, _ in options._field_checks}
+    for name in component_options():
+        if name not in checked and hasattr(options, name):
+            object.__setattr__(options, name, _component(options, name, getattr(options, name)))
+
+
+SimpleSensorOptions._validate = _validate_simple
 
 SimpleSensorOptions._field_checks = (
     *SensorOptions._field_checks,

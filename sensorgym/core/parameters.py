@@ -109,7 +109,7 @@ def _used_model_fields(sensors: list[Sensor]) -> tuple[str, ...]:
         )
 
     fields: list[str] = []
-    for term in _terms.TERMS:
+    for term in (*_terms.TERMS, *_terms.STAGES):
         for name in term.options:
             if name in COMPONENT_FIELDS or name in term.follows:
                 continue
@@ -117,17 +117,8 @@ def _used_model_fields(sensors: list[Sensor]) -> tuple[str, ...]:
                 fields.append(name)
                 if name == term.options[0]:
                     fields += list(term.follows)
-    # the order of the randomization columns and checkpoint tables from before the terms were records;
-    # a field of another term comes after these
-    return tuple(
-        sorted(fields, key=lambda f: _FIELD_ORDER.index(f) if f in _FIELD_ORDER else len(_FIELD_ORDER))
-    )
-
-
-_FIELD_ORDER = (
-    "noise_density", "random_walk_density", "bias_instability", "bias_correlation_time", "scale_factor",
-    "bandwidth",
-)  # fmt: skip
+    order = _terms.component_options()  # the order of the randomization columns and checkpoint tables
+    return tuple(sorted(fields, key=order.index))
 
 
 class TimeTable:

@@ -51,12 +51,14 @@ from .xp import TORCH
 ErrorModel = Any
 
 __all__ = [
+    "STAGES",
     "TERMS",
     "Term",
+    "component_options",
     "quantize_",
+    "register_stage",
     "register_term",
     "run_plan",
-    "term_options",
     "unregister_term",
 ]
 
@@ -97,7 +99,13 @@ class Term:
             ``"update_period"`` for tables that follow the sample interval ``T_s``): a reset that redraws
             one recomputes its tables.
         restarts: whether its state restarts at a reset (it then reads ``rows``).
-        unbounded: whether it adds an unbounded random value (the observation space is then unbounded).
+        widen: ``widen(lo, hi, option) -> (lo, hi, size) | None``: the range of a component's reading after
+            the term, from its range before (``option(field)`` gives the ``(lowest, highest)`` value the
+            option can take for that component), and the size it adds (0 for a multiplicative or range-
+            keeping term), which sizes the float32 rounding slack; None where the term changes nothing.
+            Unset: the term makes a component unbounded wherever one of its options can be non-zero.
+        samples: whether it reads the sampler's decision of the step (``model.sampler_take``: which envs and
+            sensors take a sample; a stage that consumes samples holds its state where none is taken).
         inputs: state entries it reads every step (``(B,)``, ``(B, 1)`` or ``(B, cols)``), copied by the
             class's storage into ``model.input(key)`` (``(B, cols)``) before the class's hook.
         table_dtypes: ``((table, dtype), ...)`` for tables that are not of the class's dtype (masks).
@@ -115,7 +123,8 @@ class Term:
     depends: tuple[str, ...] = ()
     draws: int | None = None
     restarts: bool = False
-    unbounded: bool = False
+    widen: Callable[..., tuple[float, float, float] | None] | None = None
+    samples: bool = False
     inputs: tuple[str, ...] = ()
     table_dtypes: tuple[tuple[str, torch.dtype], ...] = ()
 
@@ -309,7 +318,7 @@ def _lowpass_args(m: ErrorModel) -> tuple:
     active = m.table("lowpass_active")
     update, due = active, None
     if m.follows_due:
-        update, due = m.table("lowpass_update"), (m.sampler_due, m.col_to_sensor, active)
+        update, due = m.table("lowpass_update"), (m.sampler_due, m.column_sensor(), active)
     tables = (m.table("lowpass_gain"), m.table("lowpass_step_std"), m.table("lowpass_start_std"))
     return (m.scratch, m.draws(0), m.state("lowpass_state"), *tables, update, m.table("lowpass_spare"), due)
 
@@ -364,11 +373,40 @@ def _derive_resolution(m: ErrorModel) -> None:
     xp.select_into(step, active, r)  # ... r where on
 
 
+def _widen_scale(lo: float, hi: float, option: Callable) -> tuple | None:
+    k_lo, k_hi = option("scale_factor")
+    if k_lo == 0.0 and k_hi == 0.0:
+        return None
+    products = [lo * g for g in (1 + k_lo, 1 + k_hi)] + [hi * g for g in (1 + k_lo, 1 + k_hi)]
+    finite = [p for p in products if p == p]  # an infinite range times a gain: no NaN from 0 * inf here
+    return min(finite), max(finite), 0.0
+
+
+def _widen_keep(field: str) -> Callable:
+    """A term that keeps a noise-free reading inside its input's range (the filter)."""
+    return lambda lo, hi, option: (lo, hi, 0.0) if option(field)[1] > 0 else None
+
+
+def _widen_bias(lo: float, hi: float, option: Callable) -> tuple | None:
+    b_lo, b_hi = option("bias")
+    if not (math.isfinite(b_lo) and math.isfinite(b_hi)):
+        return -math.inf, math.inf, 0.0
+    if b_lo == 0.0 and b_hi == 0.0:
+        return None
+    return lo + b_lo, hi + b_hi, max(abs(b_lo), abs(b_hi))
+
+
+def _widen_resolution(lo: float, hi: float, option: Callable) -> tuple | None:
+    r = option("resolution")[1]
+    return (lo - r / 2, hi + r / 2, r) if r > 0 else None
+
+
 #: the built-in terms in the order they run (docs/error_model.md): white noise and the low-pass filter
 #: stand at one place (a class with a filter runs its noise through it; the noise term is then absent)
 # fmt: off
 TERMS: list[Term] = [
-    Term("scale_factor", ("scale_factor",), _scale, _scale_args, tables=("scale",), derive=_derive_scale),
+    Term("scale_factor", ("scale_factor",), _scale, _scale_args, tables=("scale",), derive=_derive_scale,
+         widen=_widen_scale),
     Term(
         "random_walk",
         ("random_walk", "random_walk_density"),
@@ -380,7 +418,6 @@ TERMS: list[Term] = [
         derive=_derive_walk,
         draws=1,
         restarts=True,
-        unbounded=True,
     ),
     Term(
         "bias_instability",
@@ -393,7 +430,6 @@ TERMS: list[Term] = [
         follows=("bias_correlation_time",),
         draws=2,
         restarts=True,
-        unbounded=True,
     ),
     Term(
         "white_noise",
@@ -405,7 +441,6 @@ TERMS: list[Term] = [
         derive=_derive_noise,
         depends=("update_period",),
         draws=0,
-        unbounded=True,
     ),
     Term(
         "lowpass",
@@ -426,8 +461,9 @@ TERMS: list[Term] = [
         draws=0,
         restarts=True,
         table_dtypes=(("lowpass_active", torch.bool), ("lowpass_update", torch.bool)),
+        widen=_widen_keep("bandwidth"),
     ),
-    Term("bias", ("bias",), _bias, _bias_args),
+    Term("bias", ("bias",), _bias, _bias_args, widen=_widen_bias),
     Term(
         "resolution",
         ("resolution",),
@@ -436,10 +472,24 @@ TERMS: list[Term] = [
         present=_resolution_present,
         tables=("resolution_step", "resolution_active"),
         derive=_derive_resolution,
-        table_dtypes=(("resolution_active", torch.bool),),
+        table_dtypes=(("resolution_active", torch.bool),), widen=_widen_resolution,
     ),
 ]
 # fmt: on
+
+
+#: the stages after the hardware imperfections: records of the same shape as the terms, run after every
+#: term on the whole measured sample (e.g. an attitude estimator that reads the IMU's measured samples and
+#: writes its estimate into the sensor's output columns); empty by default
+STAGES: list[Term] = []
+
+
+def register_stage(stage: Term) -> None:
+    """Add ``stage`` after the hardware imperfections (after every term and the stages registered before
+    it): every manager built afterwards runs it for the sensors whose options have its fields."""
+    if any(t.name == stage.name for t in (*TERMS, *STAGES)):
+        raise ValueError(f"register_stage: {stage.name!r} exists. Fix: give the stage another name.")
+    STAGES.append(stage)
 
 
 def register_term(term: Term, *, before: str | None = None, after: str | None = None) -> None:
@@ -456,10 +506,21 @@ def register_term(term: Term, *, before: str | None = None, after: str | None = 
 
 
 def unregister_term(name: str) -> None:
-    """Remove the term ``name`` added by :func:`register_term`."""
+    """Remove the term or stage ``name`` added by :func:`register_term` or :func:`register_stage`."""
     TERMS[:] = [t for t in TERMS if t.name != name]
+    STAGES[:] = [t for t in STAGES if t.name != name]
 
 
-def term_options() -> tuple[str, ...]:
-    """Every per-component option field some term reads, in term order."""
-    return tuple(name for term in TERMS for name in term.options)
+def component_options() -> tuple[str, ...]:
+    """Every per-component option field the error terms read: the ones a setter changes first, then the
+    others in the order the options, checkpoints and critic columns have kept them, then any other
+    term's in :data:`TERMS` order."""
+    fields = [name for term in (*TERMS, *STAGES) for name in term.options]
+    return tuple(sorted(fields, key=lambda f: _ORDER.index(f) if f in _ORDER else len(_ORDER)))
+
+
+#: the built-in terms' options in the order they have had since before the terms were records
+_ORDER = (
+    "noise", "bias", "random_walk", "resolution", "noise_density", "random_walk_density", "bias_instability",
+    "bias_correlation_time", "scale_factor", "bandwidth",
+)  # fmt: skip

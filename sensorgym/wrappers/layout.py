@@ -33,6 +33,7 @@ import torch
 from ..core.manager import SensorManager
 from ..core.options import SimpleSensorOptions, bounds_of
 from ..core.sensor import Sensor
+from ..core.terms import STAGES, TERMS
 from ..sensors.state import StateSensorOptions
 from .spaces import Flattener, entry_bounds, flat_bounds, space_at
 
@@ -65,48 +66,55 @@ def gt_bounds(sensor: Sensor, obs_space: gym.Space | None) -> tuple[np.ndarray, 
 
 
 def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Widen GT bounds by what the imperfections and the padding can add (per component), in their order
-    (docs/error_model.md): the scale factor multiplies, a random term
-    (``SimpleSensorOptions.unbounded_terms``) makes the component unbounded, the filter keeps a noise-free
-    value between its inputs, the bias adds and the resolution rounds by up to half a step."""
+    """Widen GT bounds by what the error terms and the padding can add (per component), each term as its
+    record says (:attr:`~sensorgym.core.terms.Term.widen`), in their order: the scale factor multiplies,
+    a random term makes the component unbounded, the filter keeps a noise-free value between its inputs,
+    the bias adds and the resolution rounds by up to half a step."""
     lo, hi = lo.copy(), hi.copy()
     options = sensor.options
     dtype = type(sensor)._get_cache_dtype()
     same_space = sensor.cache_slice.stop - sensor.cache_slice.start == lo.size
     if isinstance(options, SimpleSensorOptions) and dtype.is_floating_point and same_space:
+        comps: dict[str, list[tuple[float, float]]] = {}
 
         def per_comp(name: str) -> list[tuple[float, float]]:
-            value = getattr(options, name)
-            vals = value if isinstance(value, tuple) else (value,)
-            vals = vals * lo.size if len(vals) == 1 else vals
-            return [bounds_of(v) for v in vals]
+            if name not in comps:
+                value = getattr(options, name, 0.0)
+                vals = value if isinstance(value, tuple) else (value,)
+                comps[name] = [bounds_of(v) for v in (vals * lo.size if len(vals) == 1 else vals)]
+            return comps[name]
 
-        unbounded = np.zeros(lo.size, bool)
-        for name in options.unbounded_terms:
-            unbounded |= np.array([b != (0.0, 0.0) for b in per_comp(name)])
-        gains = np.array([(1 + k_lo, 1 + k_hi) for k_lo, k_hi in per_comp("scale_factor")])
-        biases = np.array(per_comp("bias"))
-        steps = np.array([r_hi for _, r_hi in per_comp("resolution")])
-        filtered = np.array([f_hi > 0 for _, f_hi in per_comp("bandwidth")])
+        terms = [t for t in (*TERMS, *STAGES) if all(hasattr(options, f) for f in t.options)]
         for i in range(lo.size):
-            b_lo, b_hi = biases[i]
-            if unbounded[i] or not (math.isfinite(b_lo) and math.isfinite(b_hi)):
-                lo[i], hi[i] = -np.inf, np.inf
-                continue
-            scaled = gains[i] != 1.0
-            if scaled.any():  # x (1 + k): the extremes are at the ends of both ranges
-                products = np.outer([lo[i], hi[i]], gains[i])
-                lo[i], hi[i] = np.nanmin(products), np.nanmax(products)
-            # the pipeline computes in float32: each multiply, filter step, add, divide, round and multiply
-            # may move the reading by an ulp of its operands, so widen by a few ulps of the largest of them
-            arithmetic = scaled.any() or filtered[i] or b_lo != 0 or b_hi != 0 or steps[i] > 0
-            slack = 8 * _EPS32 * (max(abs(lo[i]), abs(hi[i])) + max(abs(b_lo), abs(b_hi)) + steps[i])
-            slack = slack if arithmetic else 0.0
-            lo[i] += b_lo - steps[i] / 2 - slack
-            hi[i] += b_hi + steps[i] / 2 + slack
+            lo[i], hi[i] = _component_bounds(terms, float(lo[i]), float(hi[i]), lambda f, i=i: per_comp(f)[i])
     if options.padding_type == "zero":
         lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
     return lo, hi
+
+
+def _component_bounds(terms: list, lo: float, hi: float, option: Any) -> tuple[float, float]:
+    """One component's range through the terms. The pipeline computes in float32: each multiply, filter
+    step, add, divide, round and multiply may move the reading by an ulp of its operands, so the range is
+    widened by a few ulps of the largest of them (the range before the additive terms, and their sizes)."""
+    base, sizes, touched = max(abs(lo), abs(hi)), 0.0, False
+    for term in terms:
+        if term.widen is not None:
+            out = term.widen(lo, hi, option)
+        else:  # a random term: unbounded wherever it can be non-zero
+            can = any(option(f) != (0.0, 0.0) for f in term.options if f not in term.follows)
+            out = (-math.inf, math.inf, 0.0) if can else None
+        if out is None:
+            continue
+        lo, hi, size = out
+        touched = True
+        if size:
+            sizes += size
+        else:
+            base = max(abs(lo), abs(hi))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return -math.inf, math.inf
+    slack = 8 * _EPS32 * (base + sizes) if touched else 0.0
+    return lo - slack, hi + slack
 
 
 class ObservationLayout:

@@ -42,6 +42,7 @@ import torch
 
 from ...core.options import option_error
 from ...core.randomization import Choice, Distribution, LogUniform, Normal, Uniform
+from ...core.terms import component_options
 from ...core.values import as_real
 from .base import (
     _OBJ_XBODY,
@@ -67,11 +68,9 @@ __all__ = [
 ]
 
 FIELDS = ("acc", "gyro", "mag")
-#: the component options the IMU also takes per field (``acc_noise``, ``gyro_noise_density``, ...)
-IMPERFECTIONS = (
-    "noise", "bias", "random_walk", "resolution", "noise_density", "random_walk_density", "bias_instability",
-    "bias_correlation_time", "scale_factor", "bandwidth",
-)  # fmt: skip
+#: the component options the IMU also takes per field (``acc_noise``, ``gyro_noise_density``, ...): every
+#: option of the error terms (:func:`sensorgym.core.terms.component_options`)
+IMPERFECTIONS = component_options()
 #: per-step option and its density twin: never both non-zero on one component
 _EXCLUSIVE = (("noise", "noise_density"), ("random_walk", "random_walk_density"))
 
@@ -280,36 +279,14 @@ class IMUOptions(MujocoSensorOptions):
     acc_cross_axis_coupling: Any = 0.0
     gyro_cross_axis_coupling: Any = 0.0
     mag_cross_axis_coupling: Any = 0.0
-    acc_noise: Any = None
-    gyro_noise: Any = None
-    mag_noise: Any = None
-    acc_bias: Any = None
-    gyro_bias: Any = None
-    mag_bias: Any = None
-    acc_random_walk: Any = None
-    gyro_random_walk: Any = None
-    mag_random_walk: Any = None
-    acc_resolution: Any = None
-    gyro_resolution: Any = None
-    mag_resolution: Any = None
-    acc_noise_density: Any = None
-    gyro_noise_density: Any = None
-    mag_noise_density: Any = None
-    acc_random_walk_density: Any = None
-    gyro_random_walk_density: Any = None
-    mag_random_walk_density: Any = None
-    acc_bias_instability: Any = None
-    gyro_bias_instability: Any = None
-    mag_bias_instability: Any = None
-    acc_bias_correlation_time: Any = None
-    gyro_bias_correlation_time: Any = None
-    mag_bias_correlation_time: Any = None
-    acc_scale_factor: Any = None
-    gyro_scale_factor: Any = None
-    mag_scale_factor: Any = None
-    acc_bandwidth: Any = None
-    gyro_bandwidth: Any = None
-    mag_bandwidth: Any = None
+    # the per-field twins of every component option of the error terms (``acc_noise``, ``gyro_noise``,
+    # ``mag_noise``, ``acc_bias``, ...; None: not given), made from the terms' options: a new term's options
+    # get theirs without an edit here
+    for _kind in IMPERFECTIONS:
+        for _field in FIELDS:
+            __annotations__[f"{_field}_{_kind}"] = "Any"
+            vars()[f"{_field}_{_kind}"] = None
+    del _kind, _field
 
     #: the mount may be randomized too (docs/frames.md); the error-model options come from the base class
     randomizable: ClassVar[tuple[str, ...]] = (*MujocoSensorOptions.randomizable, *MOUNT_FIELDS)
@@ -414,7 +391,8 @@ class IMUOptions(MujocoSensorOptions):
                     "use a value >= 0 (0.0: off), or a distribution such as sg.Uniform(0.0, x)",
                 )  # fmt: skip
             if kind == "scale_factor" and lo <= -1.0:
-                why = f"it can be {lo:g}; a gain 1 + k must stay positive, so k > -1"
+                what = f"it can produce {lo:g}" if isinstance(v, Distribution) else f"{lo:g} is not above -1"
+                why = f"{what}; a gain 1 + k must stay positive, so k > -1"
                 fix = f"use e.g. {name}=0.01 (1 %) or sg.Uniform(-0.02, 0.02)"
                 raise option_error("IMUOptions", name, value, why, fix)
 
