@@ -124,7 +124,6 @@ class SensorManager(ManagerPersistence):
         self._built = False
         self._groups: dict[torch.dtype, DtypeGroup] = {}
         self._stores: dict[type, ClassStorage] = {}
-        self._normal_draws: list[torch.Tensor] = []  # what this step's standard normals fill
         self._all_rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self.rollback = Rollback()
         #: steps since each env's last reset (advanced on the device: CUDA graphs replay it)
@@ -282,12 +281,12 @@ class SensorManager(ManagerPersistence):
 
     def _plan_draws(self) -> None:
         """One standard-normal draw per dtype per step covers every class that needs noise or drift (with
-        per-env generators: one per class, drawn by env row)."""
+        per-env generators: one per class, drawn by env row): each dtype group lays out its members'."""
         one_generator = isinstance(self.random, BatchRandom)
-        self._normal_draws = []
         for group in self._groups.values():
-            members = [storage for storage in self._stores.values() if storage.group is group]
-            self._normal_draws += group.plan_draws(members, one_generator)
+            group.members = [storage for storage in self._stores.values() if storage.group is group]
+            group.one_generator = one_generator
+            group.plan_draws()
 
     # -- stepping --------------------------------------------------------------------------------------
     def reset(self, state: Any, envs_idx: Any = None) -> None:
@@ -395,11 +394,12 @@ class SensorManager(ManagerPersistence):
                     storage.resample(mask)
                     storage.cls._reset_envs(storage.md, mask)
             fill = self.random.fill_normal  # one generator: the C method itself (no Python frame per step)
-            for draws in self._normal_draws:
-                if fill is not None:
-                    fill(draws)
-                else:
-                    self.random.normal_(draws, ctx.rows, 1)
+            for group in self._groups.values():
+                for draws in group.fills:
+                    if fill is not None:
+                        fill(draws)
+                    else:
+                        self.random.normal_(draws, ctx.rows, 1)
             for storage in self._stores.values():
                 storage.capture(state, ctx)
             if not advancing:
@@ -426,9 +426,6 @@ class SensorManager(ManagerPersistence):
 
     def _to_mask(self, envs_idx: Any, what: str) -> torch.Tensor:
         return self._all_rows if envs_idx is None else env_mask(envs_idx, self.num_envs, self.device, what)
-
-    def _to_rows(self, envs_idx: Any) -> torch.Tensor:
-        return torch.nonzero(self._to_mask(envs_idx, "envs_idx")).flatten()
 
     # -- reads -----------------------------------------------------------------------------------------
     def _require_built(self, what: str) -> None:
@@ -522,14 +519,3 @@ class SensorManager(ManagerPersistence):
         if not parts:
             return torch.zeros(self.num_envs, 0, device=self.device)
         return torch.cat(parts, dim=1)
-
-    def _set_component_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
-        self._require_built(f"set_{name}()")
-        sensor._storage.params.set_component(sensor, name, value, self._to_rows(envs_idx))
-        self._plan_draws()  # re-binds every class's imperfection kernel too
-
-    def _set_time_param(self, sensor: Sensor, name: str, value: Any, envs_idx: Any) -> None:
-        self._require_built(f"set_{name}()")
-        storage = sensor._storage
-        storage.params.set_time(sensor, name, value, self._to_rows(envs_idx), storage.max_shift)
-        storage.plan()  # the shift may no longer be fixed: the delay stage changes

@@ -83,7 +83,7 @@ class _Counter:
 
 
 # references back up the object graph (counted by their owner)
-_SKIP = frozenset({"_manager", "manager", "sensors", "_storage", "clock"})
+_SKIP = frozenset({"_manager", "manager", "sensors", "_storage", "clock", "members"})
 
 
 def _owned(obj: Any) -> bool:
@@ -104,7 +104,7 @@ def memory_report(manager: SensorManager) -> MemoryReport:
         raise RuntimeError("memory_report() before the manager was built. Fix: call mgr.reset(state) first.")
     c = _Counter()
     storages = [manager.storage(cls) for cls in dict.fromkeys(type(s) for s in manager.sensors)]
-    shared = sum(c.count(vars(g)) for g in dict.fromkeys(storage.group for storage in storages))
+    shared = sum(c.count(g) for g in dict.fromkeys(storage.group for storage in storages))
     shared += c.count(manager.random.get_state())
     shared += c.count(manager.episode_steps)
     per_class = {storage.cls.__name__: c.count(vars(storage)) for storage in storages}

@@ -210,6 +210,12 @@ class Sensor(ABC):
         columns within the class (the manager lays the class out; the sensor records where it is)."""
         self.index, self.cache_slice, self.return_slice = index, cache_slice, return_slice
 
+    def _built_storage(self, what: str) -> Any:
+        """The storage of this sensor's class (the owner a setter goes to), once the manager is built."""
+        if self._storage is None:
+            raise RuntimeError(f"{what} before the manager was built. Fix: call mgr.reset(state) first.")
+        return self._storage
+
     def _attach(self, storage: Any) -> None:
         """At build: the storage of this sensor's class (what reads and setters go to); the formats are
         final from here on, so reads split the columns by the field shapes fixed now."""
@@ -347,11 +353,11 @@ class Sensor(ABC):
     # -- run-time setters (per env) --------------------------------------------------------------------
     def set_delay(self, value: Any, envs_idx: Any = None) -> None:
         """Set the delay in seconds for the given envs (all by default); takes effect at the next step."""
-        self._manager._set_time_param(self, "delay", value, envs_idx)
+        self._built_storage("set_delay()").set_time(self, "delay", value, envs_idx)
 
     def set_jitter(self, value: Any, envs_idx: Any = None) -> None:
         """Set the jitter in seconds (``0 <= jitter <= delay``) for the given envs."""
-        self._manager._set_time_param(self, "jitter", value, envs_idx)
+        self._built_storage("set_jitter()").set_time(self, "jitter", value, envs_idx)
 
     def read_randomization(self) -> dict[str, torch.Tensor]:
         """Per-env values of the options given as distributions: ``{field: (B, k)}`` new tensors."""
@@ -472,16 +478,16 @@ class SimpleSensor(Sensor):
     # -- per-env setters for the hardware imperfections ------------------------------------------------
     def set_noise(self, value: Any, envs_idx: Any = None) -> None:
         """Noise std per component (scalar, ``(k,)``, or ``(n_envs, k)``) for the given envs."""
-        self._manager._set_component_param(self, "noise", value, envs_idx)
+        self._built_storage("set_noise()").set_component(self, "noise", value, envs_idx)
 
     def set_bias(self, value: Any, envs_idx: Any = None) -> None:
         """Bias per component for the given envs."""
-        self._manager._set_component_param(self, "bias", value, envs_idx)
+        self._built_storage("set_bias()").set_component(self, "bias", value, envs_idx)
 
     def set_random_walk(self, value: Any, envs_idx: Any = None) -> None:
         """Random-walk increment std per component for the given envs."""
-        self._manager._set_component_param(self, "random_walk", value, envs_idx)
+        self._built_storage("set_random_walk()").set_component(self, "random_walk", value, envs_idx)
 
     def set_resolution(self, value: Any, envs_idx: Any = None) -> None:
         """Quantization step per component for the given envs (0 = off)."""
-        self._manager._set_component_param(self, "resolution", value, envs_idx)
+        self._built_storage("set_resolution()").set_component(self, "resolution", value, envs_idx)

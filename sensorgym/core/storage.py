@@ -45,6 +45,7 @@ from .metadata import CaptureContext, SensorMetadata
 from .options import SimpleSensorOptions
 from .parameters import ParameterTable
 from .ring import Clock, Ring
+from .rows import env_mask
 from .sampler import Sampler, needs_sampler
 from .sensor import _overrides, folds_raw_copy, reads_timeline
 from .stages import (
@@ -79,6 +80,11 @@ class DtypeGroup:
             self.m_timeline = Ring(depth, num_envs, ring_cols, dtype, device, clock)
         # (k, B, span) standard normals: noise, random walk (and Gauss-Markov drive: k = 3)
         self.draws: torch.Tensor | None = None
+        #: the classes of this dtype (their storages, added at build) and what a step fills with standard
+        #: normals for them (:meth:`plan_draws`): the whole buffer with one generator, else a block per class
+        self.members: list[ClassStorage] = []
+        self.fills: list[torch.Tensor] = []
+        self.one_generator = True
 
     def block(self, buffer: torch.Tensor, cols: slice) -> torch.Tensor:
         """The contiguous ``(B, width)`` block of columns ``cols`` of a ``(B, cols)`` group buffer (the
@@ -86,17 +92,19 @@ class DtypeGroup:
         b = buffer.shape[0]
         return buffer.view(-1)[b * cols.start : b * cols.stop].view(b, cols.stop - cols.start)
 
-    def plan_draws(self, storages: list[ClassStorage], one_generator: bool) -> list[torch.Tensor]:
-        """Lay out this step's standard normals over the classes that need them and hand each its
-        ``(k, B, c)`` block; returns what to fill per step (the whole buffer with one generator, else one
-        block per class: per-env generators draw by env row)."""
+    def plan_draws(self) -> None:
+        """Lay out this step's standard normals over the member classes that need them and hand each its
+        ``(k, B, c)`` block; :attr:`fills` is what a step fills (the whole buffer with one generator, else
+        one block per class: per-env generators draw by env row). At build, and when a setter changes
+        which classes draw."""
+        storages = self.members
         users = [storage for storage in storages if storage.md.imperfections.needs_draws]
         for storage in storages:
             if storage not in users:
                 storage.md.imperfections.use_draws(None)
         if not users:
-            self.draws = None
-            return []
+            self.draws, self.fills = None, []
+            return
         lo, hi = (
             min(storage.columns.start for storage in users),
             max(storage.columns.stop for storage in users),
@@ -113,7 +121,7 @@ class DtypeGroup:
             view = self.draws.view(k, -1)[:, b * start : b * stop].view(k, b, stop - start)
             storage.md.imperfections.use_draws(view)
             views.append(view)
-        return [self.draws] if one_generator else views
+        self.fills = [self.draws] if self.one_generator else views
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         out = {"inter": self.inter, "gt_inter": self.gt_inter}
@@ -353,6 +361,24 @@ class ClassStorage:
         self.cls._update_shared_cache(state, self.md, timeline, measured_timeline, working)
         for stage in self.step_stages if ctx.reset_mask is None else self.reset_stages:
             stage(ctx)
+
+    # -- the run-time setters (the parameter table owns the values; the class re-plans what they change) --
+    def set_component(self, sensor: Any, name: str, value: Any, envs_idx: Any) -> None:
+        """``set_noise``/``set_bias``/``set_random_walk``/``set_resolution`` of ``sensor`` for ``envs_idx``
+        (all envs: None); the dtype group lays out its draws again (a class may start drawing)."""
+        self.params.set_component(sensor, name, value, self._rows(envs_idx))
+        self.group.plan_draws()  # re-binds every member class's error terms too
+
+    def set_time(self, sensor: Any, name: str, value: Any, envs_idx: Any) -> None:
+        """``set_delay``/``set_jitter`` (seconds) of ``sensor`` for ``envs_idx`` (all envs: None)."""
+        self.params.set_time(sensor, name, value, self._rows(envs_idx), self.max_shift)
+        self.plan()  # the shift may no longer be fixed: the delay stage changes
+
+    def _rows(self, envs_idx: Any) -> torch.Tensor:
+        b = self.gt.intermediate.shape[0]
+        if envs_idx is None:
+            return torch.arange(b, device=self.gt.intermediate.device)
+        return torch.nonzero(env_mask(envs_idx, b, self.gt.intermediate.device, "envs_idx")).flatten()
 
     def stage_names(self, reset: bool = False) -> list[str]:
         """Names of the stages a step (``reset=True``: a reset capture) runs after the class's hook."""
