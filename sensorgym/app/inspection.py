@@ -97,7 +97,7 @@ def _due(step: int, period: float, phase: float, dt: float) -> bool:
 
 
 def _record(cfg: Config, steps: int, seed: int = 0, model: Any = None) -> _Recording:
-    from ..core.sampler import needs_sampler
+    from ..core.plan import needs_sampler
     from .training import config_env_kwargs, make_sensor_env
 
     envs = make_sensor_env(

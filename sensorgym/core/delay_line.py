@@ -269,8 +269,7 @@ def read_delayed(xp: Any, a: _Arrays, has_jitter: bool, phase: int, reset_mask: 
 
 # -- ring sizing -------------------------------------------------------------------------------------------
 def check_ring_memory(
-    sensors: list,
-    shifts: list[int],
+    sensors: tuple,
     num_envs: int,
     cols: int,
     dtype: torch.dtype,
@@ -280,19 +279,19 @@ def check_ring_memory(
 ) -> None:
     """Refuse a delay ring larger than the device's memory with a ``ValueError`` naming the sensor, the
     option and the bytes it would need (instead of an allocator error, or a machine brought to a halt);
-    ``costs``: :func:`delay_line_bytes`' keywords (the executor's views, the sampler's ring)."""
-    max_shift = max(shifts)
+    ``sensors``: the class's :class:`~sensorgym.core.plan.SensorPlan` s; ``costs``:
+    :func:`delay_line_bytes`' keywords (the executor's views, the sampler's ring)."""
+    max_shift = max(s.deepest_shift for s in sensors)
     if not max_shift:
         return
     need = delay_line_bytes(max_shift + 1, num_envs, cols, dtype, **costs)
     limit = device_memory(device)
     if limit is not None and need > limit:
-        raise ring_memory_error(sensors, shifts, num_envs, cols, dtype, device, dt, limit, **costs)
+        raise ring_memory_error(sensors, num_envs, cols, dtype, device, dt, limit, **costs)
 
 
 def ring_memory_error(
-    sensors: list,
-    shifts: list[int],
+    sensors: tuple,
     num_envs: int,
     cols: int,
     dtype: torch.dtype,
@@ -301,11 +300,12 @@ def ring_memory_error(
     limit: int | None,
     **costs: Any,
 ) -> ValueError:
+    shifts = [s.deepest_shift for s in sensors]
     depth = max(shifts) + 1
     need = delay_line_bytes(depth, num_envs, cols, dtype, **costs)
     ring = depth * num_envs * cols * dtype.itemsize
     j = max(range(len(sensors)), key=shifts.__getitem__)
-    o = sensors[j].options
+    o = sensors[j]
     name, value = "delay", o.delay
     if o.max_delay is not None and o.max_delay >= bounds_of(o.delay)[1] + bounds_of(o.jitter)[1]:
         name, value = "max_delay", o.max_delay

@@ -42,9 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ErrorModel"]
 
-#: the options whose terms follow the sensor's own sample interval ``T_s`` (the model keeps it per column)
-RATE_DEPENDENT = ("noise_density", "bandwidth")
-
 _compiled: Any = None
 
 
@@ -63,19 +60,15 @@ class ErrorModel:
     """The error terms of one sensor class (see the module docstring).
 
     Args:
-        params: the class's parameter table (the per-env option values, the flags of what can be non-zero).
-        sensors: the class's sensors in column order.
-        dt: the control step.
+        params: the class's parameter table (the per-env option values, the flags of what can be non-zero;
+            its ``plan``: the class's options, read once).
         compiled: run the plan through ``torch.compile``.
         binding: the class's executor.
     """
 
-    def __init__(
-        self, params: ParameterTable, sensors: list, dt: float, compiled: bool, binding: Binding | None = None
-    ) -> None:
-        from .sampler import sample_interval
-
-        self.params, self.dt, self.compiled = params, dt, compiled
+    def __init__(self, params: ParameterTable, compiled: bool, binding: Binding | None = None) -> None:
+        plan = params.plan
+        self.params, self.dt, self.compiled = params, plan.dt, compiled
         #: the executor of the plan (the class's, decided by the manager at build; torch when compiled)
         self.binding = binding if binding is not None and not compiled else Binding("torch")
         self.xp, self.array = self.binding.xp, self.binding.array
@@ -103,12 +96,12 @@ class ErrorModel:
                     self.states[name] = torch.zeros_like(like)
                 for key in term.inputs:
                     self.inputs[key] = torch.zeros_like(like)
-        self._sensors = sensors
+        self._widths = [s.width for s in plan.sensors]
         self._col_to_sensor: torch.Tensor | None = None  # made for the terms that read per-sensor values
         self._fixed_interval: torch.Tensor | None = None
-        if any(f in values for f in RATE_DEPENDENT):
+        if like is not None and plan.rate_dependent():
             # T_s per env and sensor: from the sampler (per env, possibly randomized), else fixed per sensor
-            fixed = [sample_interval(s.options, dt) for s in sensors]
+            fixed = [s.sample_interval for s in plan.sensors]
             interval = torch.tensor([fixed], dtype=torch.float64, device=like.device)
             self._fixed_interval = interval.expand(like.shape[0], -1)
         self.sampler: Sampler | None = None
@@ -166,8 +159,7 @@ class ErrorModel:
     def column_sensor(self) -> torch.Tensor:
         """``(cols,)`` int64: the sensor (its index in the class) of each column."""
         if self._col_to_sensor is None:
-            widths = [s.cache_slice.stop - s.cache_slice.start for s in self._sensors]
-            cols_of = [j for j, w in enumerate(widths) for _ in range(w)]
+            cols_of = [j for j, w in enumerate(self._widths) for _ in range(w)]
             self._col_to_sensor = torch.tensor(cols_of, dtype=torch.long, device=self.scratch.device)
         return self._col_to_sensor
 

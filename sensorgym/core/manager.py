@@ -276,7 +276,9 @@ class SensorManager(ManagerPersistence):
         self._built = True
         self._step_threads = self._decide_threads()
         self.episode.bind(self._views if self.executor_used == "numpy" else None)
-        self.rollback.every_step = any(s.options.nan_policy == "raise" for s in self.sensors)
+        self.rollback.every_step = any(
+            s.nan_policy == "raise" for storage in self._stores.values() for s in storage.class_plan.sensors
+        )
         self._plan_draws()
 
     def _plan_draws(self) -> None:
@@ -436,7 +438,7 @@ class SensorManager(ManagerPersistence):
         if not self._built:
             self._require_built("read()")
         storage: ClassStorage = sensor._storage
-        n_max = sensor.options.history_length
+        n_max = storage.class_plan.sensors[sensor.index].history_length
         n = n_max if history_length is None else history_length
         if type(n) is not int:  # numpy and torch integers too
             n = as_int(n)

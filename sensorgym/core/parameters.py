@@ -24,11 +24,13 @@ The delay rule itself is ``D = round(delay / dt)`` (half to even); the effective
 Example:
     >>> import torch, sensorgym as sg
     >>> from sensorgym.core.parameters import ParameterTable
+    >>> from sensorgym.core.plan import ClassPlan
     >>> opts = sg.StateSensorOptions(key="x", shape=(2,), delay=0.04, noise=(0.1, 0.2))
     >>> class S:  # a stand-in for a built sensor: its options and its columns
-    ...     options, cache_slice, index, name = opts, slice(0, 2), 0, "x"
-    >>> table = ParameterTable([S()], num_envs=3, dt=0.02, device=torch.device("cpu"),
-    ...                        random=None, sensor_cols=[2], param_dtype=torch.float32)
+    ...     options, cache_slice, return_slice, index, name = opts, slice(0, 2), slice(0, 2), 0, "x"
+    >>> plan = ClassPlan.build([S()], dt=0.02)
+    >>> table = ParameterTable(plan, num_envs=3, device=torch.device("cpu"), random=None,
+    ...                        param_dtype=torch.float32)
     >>> table.times.delay_steps[:, 0].tolist(), table.components.values["noise"][0].tolist()
     ([2, 2, 2], [0.10000000149011612, 0.20000000298023224])
     >>> table.times.fixed_shift
@@ -44,13 +46,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from . import terms as _terms
-from .delay_law import JITTER_CEIL_TOLERANCE, delay_steps, jitter_extra_steps, seconds_to_steps
-from .options import SimpleSensorOptions, _can_be_nonzero, _per_component, bounds_of
+from .delay_law import JITTER_CEIL_TOLERANCE, delay_steps, seconds_to_steps
+from .options import _can_be_nonzero, _per_component
+from .plan import COMPONENT_FIELDS
 from .randomization import Distribution
 from .xp import TORCH, Binding
 
 if TYPE_CHECKING:
+    from .plan import ClassPlan
     from .protocols import SensorHandle as Sensor
     from .rng import RandomSource
 
@@ -61,13 +64,9 @@ __all__ = [
     "ParameterTable",
     "RandomizedField",
     "TimeTable",
-    "delay_steps",
-    "jitter_extra_steps",
 ]
 
 TIME_FIELDS = ("delay", "jitter")
-#: the per-component options a setter can switch on at run time: a floating class always holds their tables
-COMPONENT_FIELDS = ("noise", "bias", "random_walk", "resolution")
 _NON_NEGATIVE = ("noise", "random_walk", "resolution", "delay", "jitter")
 #: the flags a checkpoint carries (they say which imperfections a setter has switched on)
 FLAG_NAMES = (
@@ -81,44 +80,8 @@ FLAG_NAMES = (
 )
 
 
-def deepest_shift(options: Any, dt: float) -> int:
-    """The deepest delay + jitter shift (steps) a sensor's options can reach: what its ring must hold."""
-    d_hi = bounds_of(options.delay)[1]
-    j_hi = min(bounds_of(options.jitter)[1], d_hi)
-    shift = delay_steps(d_hi, dt) + jitter_extra_steps(j_hi, dt)
-    if options.max_delay is not None:
-        shift = max(shift, jitter_extra_steps(options.max_delay, dt) + 1)
-    return shift
-
-
 def _components(value: Any) -> tuple:
     return value if isinstance(value, tuple) else (value,)
-
-
-def _used_model_fields(sensors: list[Sensor]) -> tuple[str, ...]:
-    """The other options of the error terms (:data:`sensorgym.core.terms.TERMS`) that some sensor can make
-    non-zero, in term order: only those get a table, so a class without them holds and saves nothing more.
-    A term's :attr:`~sensorgym.core.terms.Term.follows` options (a correlation time) come with its first."""
-
-    def used(name: str) -> bool:
-        return any(
-            bounds_of(v) != (0.0, 0.0)
-            for s in sensors
-            if isinstance(s.options, SimpleSensorOptions)
-            for v in _components(getattr(s.options, name, 0.0))
-        )
-
-    fields: list[str] = []
-    for term in (*_terms.TERMS, *_terms.STAGES):
-        for name in term.options:
-            if name in COMPONENT_FIELDS or name in term.follows:
-                continue
-            if used(name):
-                fields.append(name)
-                if name == term.options[0]:
-                    fields += list(term.follows)
-    order = _terms.component_options()  # the order of the randomization columns and checkpoint tables
-    return tuple(sorted(fields, key=order.index))
 
 
 class TimeTable:
@@ -164,7 +127,7 @@ class ComponentTable:
     """
 
     def __init__(
-        self, sensors: list[Sensor], num_envs: int, cols: int, dtype: torch.dtype | None, device: torch.device
+        self, plan: ClassPlan, num_envs: int, cols: int, dtype: torch.dtype | None, device: torch.device
     ) -> None:
         self.dtype = dtype
         self.values: dict[str, torch.Tensor] = {}
@@ -174,12 +137,12 @@ class ComponentTable:
         self.resolution_all_active = False
         if dtype is not None:
             p = dict(dtype=dtype, device=device)
-            for name in COMPONENT_FIELDS:
+            for name in plan.fields:
                 self.values[name] = torch.zeros(num_envs, cols, **p)
-            self.model_fields = _used_model_fields(sensors)
+            self.model_fields = plan.fields[len(COMPONENT_FIELDS) :]
             for name in self.model_fields:
-                self.values[name] = torch.zeros(num_envs, cols, **p)
                 self.nonzero[name] = False
+            self.resolution_all_active = plan.resolution_all_active
 
 
 class RandomizedField:
@@ -217,31 +180,31 @@ class ParameterTable:
     field given as a distribution, a :class:`RandomizedField`.
 
     Args:
-        sensors: the class's sensors in column order (``.options``, ``.cache_slice``, ``.index``).
-        num_envs, dt, device, random: the manager's.
-        sensor_cols: intermediate columns of each sensor.
+        plan: the class's plan (:class:`~sensorgym.core.plan.ClassPlan`: its sensors' options, read once).
+        num_envs, device, random: the manager's.
         param_dtype: dtype of the per-component tables, None for a class without them.
     """
 
     def __init__(
         self,
-        sensors: list[Sensor],
+        plan: ClassPlan,
         num_envs: int,
-        dt: float,
         device: torch.device,
         random: RandomSource | None,
-        sensor_cols: list[int],
         param_dtype: torch.dtype | None,
         binding: Binding | None = None,
     ) -> None:
-        self.sensors, self.dt, self.device, self.random = sensors, dt, device, random
+        #: the class's plan (its options, read once) and its sensors' part of it
+        self.plan, self.sensors = plan, plan.sensors
+        self.dt, self.device, self.random = plan.dt, device, random
+        sensor_cols = [s.width for s in plan.sensors]
         #: the executor of refresh_derived and resample (the class's: torch, or numpy on views); the draws
         #: themselves always come from the torch generator (one random stream for both)
         self.binding = binding if binding is not None else Binding("torch")
         self.xp = self.binding.xp
         self._views: dict[str, Any] | None = None  # see _arrays
-        self.times = TimeTable(num_envs, len(sensors), device)
-        self.components = ComponentTable(sensors, num_envs, sum(sensor_cols), param_dtype, device)
+        self.times = TimeTable(num_envs, len(plan.sensors), device)
+        self.components = ComponentTable(plan, num_envs, sum(sensor_cols), param_dtype, device)
         #: field -> its options given as distributions and the buffers of their resample
         self._random: dict[str, RandomizedField] = {}
         self._init_from_options(sensor_cols)
@@ -252,31 +215,23 @@ class ParameterTable:
 
     # -- construction ----------------------------------------------------------------------------------
     def _init_from_options(self, sensor_cols: list[int]) -> None:
+        """The values of the plan (numbers into the tables, distributions into the randomized fields)."""
         for j, s in enumerate(self.sensors):
-            opts = s.options
             for name in TIME_FIELDS:
-                self._init_time(j, s, name, getattr(opts, name))
-            if isinstance(opts, SimpleSensorOptions):
+                self._init_time(j, s, name, getattr(s, name))
+            if s.simple:
                 if not self.has_component_params():
                     raise TypeError(
-                        f"sensor {s.name!r}: {type(opts).__name__} has noise/bias/random_walk/resolution "
-                        f"but {type(s).__name__} has a non-floating intermediate dtype. Fix: declare a "
-                        "floating _get_intermediate_dtype and project in _post_process."
+                        f"sensor {s.name!r}: {s.option_type} has noise/bias/random_walk/resolution but its "
+                        "sensor class has a non-floating intermediate dtype. Fix: declare a floating "
+                        "_get_intermediate_dtype and project in _post_process."
                     )
                 for name in COMPONENT_FIELDS + self.components.model_fields:
-                    self._init_component(s, name, getattr(opts, name), sensor_cols[j])
-        components, times = self.components, self.times
-        if self.has_component_params():
-            components.resolution_all_active = all(
-                bounds_of(v)[0] > 0
-                for s in self.sensors
-                for v in _components(getattr(s.options, "resolution", 0.0))
-            )
-        delays = {s.options.delay for s in self.sensors}
-        if not times.has_jitter and "delay" not in self._random and len(delays) == 1:
-            times.fixed_shift = delay_steps(delays.pop(), self.dt)
+                    self._init_component(s, name, s.values[name], sensor_cols[j])
+        self.times.fixed_shift = self.plan.fixed_shift
         for name, field in self._random.items():
-            field.allocate(times.delay_seconds if name in TIME_FIELDS else components.values["noise"])
+            like = self.times.delay_seconds if name in TIME_FIELDS else self.components.values["noise"]
+            field.allocate(like)
         self.refresh_derived()
 
     def _init_time(self, j: int, s: Sensor, name: str, value: float | Distribution) -> None:
@@ -306,7 +261,7 @@ class ParameterTable:
         if isinstance(value, tuple):
             if len(value) not in (1, ncomp):
                 raise ValueError(
-                    f"{type(s.options).__name__}.{name} has {len(value)} values but sensor {s.name!r} "
+                    f"{s.option_type}.{name} has {len(value)} values but sensor {s.name!r} "
                     f"has {ncomp} components. Fix: give one value (all components) or exactly {ncomp}."
                 )
             if len(value) == 1:
@@ -362,7 +317,7 @@ class ParameterTable:
 
     def max_shift_per_sensor(self) -> list[int]:
         """The deepest delay + jitter shift each sensor can reach from its options (ring sizing)."""
-        return [deepest_shift(s.options, self.dt) for s in self.sensors]
+        return [s.deepest_shift for s in self.sensors]
 
     # -- randomization ---------------------------------------------------------------------------------
     def resample(self, mask: torch.Tensor) -> None:
@@ -452,13 +407,14 @@ class ParameterTable:
         if density in self.components.model_fields:
             # what the options constructor refuses: both can be non-zero on a component. The density the
             # envs drew now is not enough: a distribution that drew 0 draws again at the next reset
-            can = [_can_be_nonzero(c) for c in _per_component(getattr(s.options, density, 0.0))]
+            given = self.sensors[s.index].values.get(density, 0.0)
+            can = [_can_be_nonzero(c) for c in _per_component(given)]
             width = sl.stop - sl.start
             can_density = torch.tensor(can * width if len(can) == 1 else can, device=v.device)
             if bool(((v != 0) & can_density).any()):
                 raise ValueError(
                     f"{type(s).__name__}.set_{name}({value!r}): sensor {s.name!r} has "
-                    f"{density}={getattr(s.options, density)!r} on these components, and {name} and "
+                    f"{density}={given!r} on these components, and {name} and "
                     f"{density} are two units of the same error term. Fix: set {name} only on components "
                     f"whose {density} is 0 in the options, or give {name} in the options instead."
                 )
@@ -486,7 +442,7 @@ class ParameterTable:
                 f"for sensor {s.name!r}; jitter must satisfy 0 <= jitter <= delay. Fix: set the delay "
                 "first or lower the jitter."
             )
-        limit = s.options.max_delay
+        limit = self.sensors[s.index].max_delay
         if limit is not None and bool((delay + jitter > limit + 1e-12).any()):
             raise ValueError(
                 f"{type(s).__name__}.set_{name}: delay + jitter {(delay + jitter).tolist()} exceeds "

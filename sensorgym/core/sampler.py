@@ -44,7 +44,7 @@ from .randomization import Distribution
 from .ring import Clock, Ring
 
 if TYPE_CHECKING:
-    from .protocols import SensorHandle as Sensor
+    from .plan import ClassPlan, SensorPlan
     from .rng import RandomSource
 
 __all__ = [
@@ -54,39 +54,12 @@ __all__ = [
     "PhaseIndex",
     "Sampler",
     "SamplerRates",
-    "needs_sampler",
 ]
 
 #: the sampler's options, one value per sensor and env
 _BELOW_ONE = math.nextafter(1.0, 0.0)
 SAMPLER_FIELDS = ("update_period", "update_phase", "dropout", "dropout_burst")
 _TOL = 1e-9  # the due rule's tolerance: T = n*dt samples every n steps
-#: options whose meaning depends on the sensor's own sample interval ``T_s`` (docs/error_model.md)
-_RATE_DEPENDENT = ("noise_density", "bandwidth")
-
-
-def needs_sampler(options: Any, dt: float) -> bool:
-    """Whether a sensor needs a :class:`Sampler`: its options can skip a step's sample (``T > dt`` or
-    ``dropout > 0``), or its error model needs a per-env sample interval drawn from an ``update_period``
-    distribution (``noise_density`` or ``bandwidth`` with a randomized rate below ``dt``)."""
-    if bounds_of(options.update_period)[1] > dt or bounds_of(options.dropout)[1] > 0:
-        return True
-    period = options.update_period
-    return isinstance(period, Distribution) and any(
-        bounds_of(v) != (0.0, 0.0)
-        for name in _RATE_DEPENDENT
-        for v in _components(getattr(options, name, 0.0))
-    )
-
-
-def _components(value: Any) -> tuple:
-    return value if isinstance(value, tuple) else (value,)
-
-
-def sample_interval(options: Any, dt: float) -> float:
-    """``T_s`` of a sensor whose ``update_period`` is a number: the period when it is > 0, else ``dt``."""
-    period = options.update_period
-    return float(period) if not isinstance(period, Distribution) and period > 0 else dt
 
 
 class SamplerRates:
@@ -102,7 +75,9 @@ class SamplerRates:
     sensor to its fields readable as randomization (in ``SAMPLER_FIELDS`` order).
     """
 
-    def __init__(self, sensors: list[Sensor], num_envs: int, dt: float, device: torch.device) -> None:
+    def __init__(
+        self, sensors: tuple[SensorPlan, ...], num_envs: int, dt: float, device: torch.device
+    ) -> None:
         b, n = num_envs, len(sensors)
         self.dt = dt
         f64 = dict(dtype=torch.float64, device=device)
@@ -113,14 +88,13 @@ class SamplerRates:
         self.entries: list[tuple[str, int, Distribution]] = []
         self.drawn_phase: list[int] = []
         for j, s in enumerate(sensors):
-            o = s.options
             for name in SAMPLER_FIELDS:
-                value = getattr(o, name)
+                value = getattr(s, name)
                 if isinstance(value, Distribution):
                     self.entries.append((name, j, value))
                 elif value is not None:
                     self.table(name)[:, j] = value
-            if o.update_phase is None and bounds_of(o.update_period)[1] > dt:
+            if s.update_phase is None and bounds_of(s.update_period)[1] > dt:
                 self.drawn_phase.append(j)
         drawn = {(name, j) for name, j, _ in self.entries} | {("update_phase", j) for j in self.drawn_phase}
         self.randomized: dict[int, list[str]] = {}
@@ -295,9 +269,9 @@ class Sampler:
     ``sample_ring``, ...) read them. The step's decision is :attr:`take` (and :attr:`due`).
 
     Args:
-        sensors: the class's sensors in column order.
+        plan: the class's plan (:class:`~sensorgym.core.plan.ClassPlan`: its sensors' options, read once).
         widths: return-space columns of each sensor.
-        num_envs, dt, device, random, clock: the manager's.
+        num_envs, device, random, clock: the manager's.
         rdtype: return dtype of the class (of the held snapshot).
         delay_depth: depth of the class's delay ring (0: no delay): a ring of sample steps of that
             depth tells the age of a delayed read.
@@ -306,10 +280,9 @@ class Sampler:
 
     def __init__(
         self,
-        sensors: list[Sensor],
+        plan: ClassPlan,
         widths: list[int],
         num_envs: int,
-        dt: float,
         device: torch.device,
         random: RandomSource,
         clock: Clock,
@@ -317,15 +290,13 @@ class Sampler:
         delay_depth: int,
         episode_steps: torch.Tensor,
     ) -> None:
-        b, n = num_envs, len(sensors)
+        b, n, dt = num_envs, len(plan.sensors), plan.dt
         self.random = random
-        self.has_rate = any(bounds_of(s.options.update_period)[1] > dt for s in sensors)
-        self.has_dropout = any(bounds_of(s.options.dropout)[1] > 0 for s in sensors)
-        self.has_burst = self.has_dropout and any(s.options.dropout_burst is not None for s in sensors)
+        self.has_rate, self.has_dropout, self.has_burst = plan.has_rate, plan.has_dropout, plan.has_burst
         #: whether a due sample that is lost must be known before the class's hook (a low-pass filter
         #: advances on it): set by the class's storage, which then calls :meth:`decide` before the hook
         self.decides_early = False
-        self.rates = SamplerRates(sensors, b, dt, device)
+        self.rates = SamplerRates(plan.sensors, b, dt, device)
         self.phase_index = PhaseIndex(self.rates, episode_steps)
         self.losses = LossChain(b, n, device, self.has_burst)
         self.samples = HeldSamples(widths, b, device, clock, rdtype, delay_depth, episode_steps)

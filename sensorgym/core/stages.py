@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 
 from .metadata import CaptureContext, SensorMetadata
+from .plan import ClassPlan
 from .ring import Clock, Ring
 from .sampler import Sampler
 from .sensor import _overrides
@@ -107,10 +108,11 @@ class NanPolicy:
         [[1.0, 3.0]]
     """
 
-    def __init__(self, sensors: list, like: torch.Tensor, clock: Clock) -> None:
+    def __init__(self, plan: ClassPlan, like: torch.Tensor, clock: Clock) -> None:
         self.clock = clock
-        self.raising = [s for s in sensors if s.options.nan_policy == "raise"]
-        column_policy = [s.options.nan_policy for s in sensors for _ in range(_cols(s.cache_slice))]
+        sensors = plan.sensors
+        self.raising = [s for s in sensors if s.nan_policy == "raise"]
+        column_policy = [s.nan_policy for s in sensors for _ in range(_cols(s.cache_slice))]
         self.holds = "hold" in column_policy
         if self.holds:
             # True where the raw value is used as is (the column does not hold)
@@ -120,12 +122,13 @@ class NanPolicy:
             self.magnitude = torch.zeros_like(like)
 
     @classmethod
-    def build(cls, sensors: list, like: torch.Tensor, clock: Clock) -> NanPolicy | None:
-        """The policy of ``sensors`` (None when every sensor propagates or the dtype is not floating)."""
-        policies = {s.options.nan_policy for s in sensors}
+    def build(cls, plan: ClassPlan, like: torch.Tensor, clock: Clock) -> NanPolicy | None:
+        """The policy of a class's sensors (None when every sensor propagates or the dtype is not
+        floating)."""
+        policies = {s.nan_policy for s in plan.sensors}
         if not like.dtype.is_floating_point or policies <= {"propagate"}:
             return None
-        return cls(sensors, like, clock)
+        return cls(plan, like, clock)
 
     def __call__(self, gt_timeline: Ring, measured_timeline: Ring, ctx: CaptureContext) -> None:
         """Raw-capture stage: check (``"raise"``) and hold (``"hold"``) slot 0 of both timelines."""
@@ -152,7 +155,7 @@ class NanPolicy:
             if bool(bad.any()):
                 envs = torch.nonzero(bad).flatten().tolist()
                 raise ValueError(
-                    f"sensor {s.name!r} ({type(s).__name__}) captured non-finite raw values in envs "
+                    f"sensor {s.name!r} ({s.sensor_type}) captured non-finite raw values in envs "
                     f"{envs} at step {self.clock.t} (nan_policy='raise'). Fix: check the simulation "
                     "for instability, or use nan_policy='hold' to keep the last finite value."
                 )

@@ -42,11 +42,11 @@ import torch
 from .delay_line import DelayLine, check_ring_memory, ring_memory_error
 from .error_model import ErrorModel
 from .metadata import CaptureContext, SensorMetadata
-from .options import SimpleSensorOptions
 from .parameters import ParameterTable
+from .plan import ClassPlan
 from .ring import Clock, Ring
 from .rows import env_mask
-from .sampler import Sampler, needs_sampler
+from .sampler import Sampler
 from .sensor import _overrides, folds_raw_copy, reads_timeline
 from .stages import (
     CopyToReturnCache,
@@ -219,32 +219,32 @@ class ClassStorage:
         gt, measured = Branch(gt_intermediate, timeline), Branch(working, measured_timeline)
         #: the two branches of the capture (:class:`Branch`): ground truth and measured
         self.gt, self.measured = gt, measured
-        simple = any(isinstance(s.options, SimpleSensorOptions) for s in sensors)
-        self.params = ParameterTable(
-            sensors, b, dt, device, random, [_cols(s.cache_slice) for s in sensors],
-            group.dtype if simple and group.dtype.is_floating_point else None, self.binding,
-        )  # fmt: skip
-        self.nan_policy = NanPolicy.build(sensors, working, clock)
+        #: what the class's sensors' options ask of it, read once (:class:`~sensorgym.core.plan.ClassPlan`):
+        #: every component below is built from it
+        self.class_plan = plan = ClassPlan.build(sensors, dt)
+        param_dtype = group.dtype if plan.simple and group.dtype.is_floating_point else None
+        self.params = ParameterTable(plan, b, device, random, param_dtype, self.binding)
+        self.nan_policy = NanPolicy.build(plan, working, clock)
         raw_step = [self.nan_policy] if self.nan_policy is not None else []
         raw_reset = raw_step + ([PrefillTimelines(working, self.binding)] if self.uses_timeline else [])
         self.md = SensorMetadata(
             sensor_cls, sensors, b, dt, device, random, self.params,
-            ErrorModel(self.params, sensors, dt, compiled, self.binding), raw_step, raw_reset, self.binding,
+            ErrorModel(self.params, compiled, self.binding), raw_step, raw_reset, self.binding,
         )  # fmt: skip
         if folds_raw_copy(sensor_cls) and not raw_reset:  # no stage may look at the working buffer first
             self.md.imperfections.fold_raw_copy(gt_intermediate)
 
-        self.history_length = max(s.options.history_length for s in sensors)
-        shifts = self.params.max_shift_per_sensor()
+        self.history_length = plan.history_length
+        shifts = [s.deepest_shift for s in plan.sensors]
         self.max_shift = max(shifts)
         widths = [_cols(s.return_slice) for s in sensors]
-        sampled = any(needs_sampler(s.options, dt) for s in sensors)
+        sampled = plan.needs_sampler
         costs = dict(numpy_views=self.binding.name == "numpy", sampler_columns=len(sensors) if sampled else 0)
-        check_ring_memory(sensors, shifts, b, return_cols, return_dtype, device, dt, **costs)
+        check_ring_memory(plan.sensors, b, return_cols, return_dtype, device, dt, **costs)
         self.sampler: Sampler | None = None
         if sampled:
             self.sampler = Sampler(
-                sensors, widths, b, dt, device, random, clock, return_dtype,
+                plan, widths, b, device, random, clock, return_dtype,
                 self.max_shift + 1 if self.max_shift else 0, episode_steps,
             )  # fmt: skip
         self.md.imperfections.attach_sampler(self.sampler)
@@ -280,10 +280,10 @@ class ClassStorage:
                 measured.ring = ring(min_depth)
         except (RuntimeError, MemoryError) as e:  # the allocator refused: say which option asked for it
             raise ring_memory_error(
-                sensors, shifts, b, return_cols, return_dtype, device, dt, None, **costs
+                plan.sensors, b, return_cols, return_dtype, device, dt, None, **costs
             ) from e
         measured.history = ring(self.history_length) if self.history_length else None
-        zero = [s.options.padding_type == "zero" for s in sensors for _ in range(_cols(s.return_slice))]
+        zero = [s.padding_type == "zero" for s in plan.sensors for _ in range(_cols(s.return_slice))]
         self.padding = Padding(zero, measured.cache)
         self.plan()
 

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from ..core.delay_law import delay_steps, jitter_extra_steps
 from ..core.delay_line import FAR, DelayLine, DelaySteps, delay_line_bytes, device_memory, human_bytes
 from ..core.metadata import STEP
 from ..core.options import bounds_of, check_seconds, option_error
-from ..core.parameters import delay_steps, jitter_extra_steps
 from ..core.randomization import Distribution
 from ..core.ring import Clock
 from ..core.rng import RandomSource

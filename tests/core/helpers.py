@@ -6,6 +6,7 @@ import torch
 
 import sensorgym as sg
 from sensorgym.core.parameters import ParameterTable
+from sensorgym.core.plan import ClassPlan
 from sensorgym.core.rng import BatchRandom
 
 
@@ -26,8 +27,11 @@ def sensors(*option_sets: dict, width: int = 1) -> list[FakeSensor]:
     return out
 
 
+def class_plan(sensor_list, dt: float = 0.1) -> ClassPlan:
+    """The plan a class of these stand-ins would have (their options, read once)."""
+    return ClassPlan.build(sensor_list, dt)
+
+
 def table(sensor_list, num_envs: int = 2, dt: float = 0.1, seed: int = 0) -> ParameterTable:
-    cols = [s.cache_slice.stop - s.cache_slice.start for s in sensor_list]
-    return ParameterTable(
-        sensor_list, num_envs, dt, torch.device("cpu"), BatchRandom("cpu", seed), cols, torch.float32
-    )
+    plan = ClassPlan.build(sensor_list, dt)
+    return ParameterTable(plan, num_envs, torch.device("cpu"), BatchRandom("cpu", seed), torch.float32)

@@ -10,7 +10,7 @@ from sensorgym.core.metadata import STEP, CaptureContext
 from sensorgym.core.ring import Clock, Ring
 from sensorgym.core.stages import NanPolicy, Padding
 
-from .helpers import sensors
+from .helpers import class_plan, sensors
 
 NAN = float("nan")
 
@@ -21,12 +21,12 @@ def _timelines(b=2, cols=2):
 
 
 def test_propagate_builds_no_policy():
-    assert NanPolicy.build(sensors(dict(width=2)), torch.zeros(2, 2), Clock()) is None
+    assert NanPolicy.build(class_plan(sensors(dict(width=2))), torch.zeros(2, 2), Clock()) is None
 
 
 def test_hold_keeps_the_last_finite_value_per_env_and_component():
     gt, measured = _timelines()
-    policy = NanPolicy.build(sensors(dict(nan_policy="hold", width=2)), gt.at(0), Clock())
+    policy = NanPolicy.build(class_plan(sensors(dict(nan_policy="hold", width=2))), gt.at(0), Clock())
     reset = CaptureContext(torch.tensor([True, True]), None, False)
     for ring in (gt, measured):
         ring.at(0).copy_(torch.tensor([[1.0, 2.0], [NAN, 4.0]]))
@@ -45,7 +45,7 @@ def test_hold_keeps_the_last_finite_value_per_env_and_component():
 def test_raise_names_sensor_envs_and_step_and_ignores_rows_not_captured():
     gt, measured = _timelines(b=3, cols=1)
     clock = Clock()
-    policy = NanPolicy.build(sensors(dict(nan_policy="raise")), gt.at(0), clock)
+    policy = NanPolicy.build(class_plan(sensors(dict(nan_policy="raise"))), gt.at(0), clock)
     gt.at(0).copy_(torch.tensor([[0.0], [NAN], [1.0]]))
     measured.at(0).copy_(gt.at(0))
     policy(

@@ -812,7 +812,7 @@ def test_jitter_ceiling_agrees_with_the_sensor_delay_law(jitter):
     (JITTER_CEIL_TOLERANCE): a jitter of a whole number of steps up to float rounding (0.14 / 0.02 =
     7.000000000000001) adds that many steps, exactly as the sensors' jitter_extra_steps, which sizes the
     queue (max_shift)."""
-    from sensorgym.core.parameters import delay_steps, jitter_extra_steps
+    from sensorgym.core.delay_law import delay_steps, jitter_extra_steps
     from sensorgym.wrappers.latency import JITTER_CEIL_TOLERANCE
 
     assert JITTER_CEIL_TOLERANCE == 1e-9
