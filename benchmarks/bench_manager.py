@@ -62,12 +62,12 @@ def bytes_written_per_step(mgr) -> int:
         isize = st.group.dtype.itemsize
         total += 3 * b * icols * isize  # GT + measured timeline slot, working buffer
         rsize = st.return_dtype.itemsize * b * st.return_cols
-        for ring in (st.gt_ring, st.m_ring, st.hist):
+        for ring in (st.gt.ring, st.measured.ring, st.measured.history):
             if ring is not None:
                 total += rsize
-        if not st.gt_is_alias:
+        if not st.gt.is_alias:
             total += rsize
-        if not st.measured_is_alias:
+        if not st.measured.is_alias:
             total += rsize
     return total
 

@@ -140,7 +140,16 @@ def latency_scenario(config: str, backend: str, mode: str, as_torch: bool) -> Ca
     def scenario(rec: Any, ctx: Any) -> None:
         m = MODES[mode]
         lat = ActionLatency(echo_envs(backend, m), seed=3, **LATENCIES[config])
-        rec.out("max_shift", (lat.max_shift, lat.dt, lat.has_jitter, repr(lat.delay), repr(lat.jitter)))
+        rec.out(
+            "max_shift",
+            (
+                lat.config.max_shift,
+                lat.config.dt,
+                lat.config.has_jitter,
+                repr(lat.config.delay),
+                repr(lat.config.jitter),
+            ),
+        )
         rec.out("0.reset", lat.reset(seed=1))
         done = None
         for t in range(1, 19):

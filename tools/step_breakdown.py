@@ -100,17 +100,17 @@ def main() -> None:
             "      hook _update_shared_cache",
             best_us(
                 lambda: cls._update_shared_cache(
-                    state, md, storage.timeline, storage.measured_timeline, storage.working
+                    state, md, storage.gt.timeline, storage.measured.timeline, storage.measured.intermediate
                 )
             ),
         ),
         (
             "        _update_raw_data",
-            best_us(lambda: cls._update_raw_data(state, md, storage.timeline.at(0))),
+            best_us(lambda: cls._update_raw_data(state, md, storage.gt.timeline.at(0))),
         ),
         (
             "        hardware imperfections",  # what the default hook runs (with the folded raw copy)
-            best_us(lambda: md.imperfections(storage.working, None)),
+            best_us(lambda: md.imperfections(storage.measured.intermediate, None)),
         ),
     ]
     for stage, name in zip(storage.step_stages, storage.stage_names(), strict=True):

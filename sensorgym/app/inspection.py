@@ -129,21 +129,21 @@ def _record(cfg: Config, steps: int, seed: int = 0, model: Any = None) -> _Recor
             ages[name].append(float(s.read_age()[0]))
         for name, s in sampled.items():
             sp, j, row = envs.manager.storage(type(s)).sampler, s.index, trace[name]
-            step = int(sp.steps[0])
-            period, phase = float(sp.period[0, j]), float(sp.phase[0, j])
+            step = int(sp.samples.steps[0])
+            period, phase = float(sp.rates.period[0, j]), float(sp.rates.phase[0, j])
             row["fresh"].append(bool(sp.take[0, j]))
             row["due"].append(_due(step, period, phase, envs.dt))
             row["age"].append(float(s.read_age()[0]))
             row["step"].append(step)
             row["period"].append(period)
             row["phase"].append(phase)
-            row["dropout"].append(float(sp.dropout[0, j]))
+            row["dropout"].append(float(sp.rates.dropout[0, j]))
 
     def snapshot() -> tuple[np.ndarray, np.ndarray]:
         # env 0's current GT and measured return columns of every sensor (flat, whatever its fields)
         storages = [(s, envs.manager.storage(type(s))) for s in sensors.values()]
-        ground_truth = [storage.ground_truth_cache[0, s.return_slice] for s, storage in storages]
-        measured = [storage.measured_cache[0, s.return_slice] for s, storage in storages]
+        ground_truth = [storage.gt.cache[0, s.return_slice] for s, storage in storages]
+        measured = [storage.measured.cache[0, s.return_slice] for s, storage in storages]
         return (
             np.concatenate([g.float().numpy() for g in ground_truth]),
             np.concatenate([m.float().numpy() for m in measured]),

@@ -449,7 +449,7 @@ def make_sensor_env(
             seed=seed,
         )
         extra = lat.critic_sensors(
-            in_flight=bool(latency.critic_in_flight) and lat.max_shift > 0,
+            in_flight=bool(latency.critic_in_flight) and lat.config.max_shift > 0,
             latency=bool(latency.critic_latency),
         )
         kwargs = dict(sensor_kwargs)

@@ -28,7 +28,7 @@ Example: a 2-step delay of a ramp
     >>> for t in range(1, 5):
     ...     mgr.step({"x": torch.full((1, 1), float(t))})
     ...     seen.append(s.read().item())
-    >>> seen, mgr.storage(sg.StateSensor).delay_line.ring.depth
+    >>> seen, mgr.storage(sg.StateSensor).measured.delay_line.ring.depth
     ([0.0, 0.0, 1.0, 2.0], 3)
 """
 

@@ -509,7 +509,7 @@ class SensorManager(ManagerPersistence):
                 )
             sampler = s._storage.sampler
             if sampler is not None:
-                names += [f"{s.name}.{f}" for f in sampler.randomized.get(s.index, [])]
+                names += [f"{s.name}.{f}" for f in sampler.rates.randomized.get(s.index, [])]
             for f, (_, comps) in s._extra_randomization().items():
                 names += [f"{s.name}.{f}[{c}]" for c in comps]
         return names

@@ -250,13 +250,6 @@ class HeldSamples:
         return ring.buffer[slot, torch.arange(b, device=slot.device), j]
 
 
-def _view(part: str, name: str, doc: str) -> property:
-    def get(self: Sampler) -> Any:
-        return getattr(getattr(self, part), name)
-
-    return property(get, doc=doc)
-
-
 class Sampler:
     """Sample-and-hold of one sensor class (see the module docstring).
 
@@ -264,9 +257,9 @@ class Sampler:
     the per-env period, phase, dropout and burst tables and their randomization), :attr:`phase_index`
     (a :class:`PhaseIndex`: the due rule's phase index of this step and the previous one), :attr:`losses`
     (a :class:`LossChain`: the dropout draws and the burst chain) and :attr:`samples` (a
-    :class:`HeldSamples`: the held snapshot, the step of the last sample and the sample ring). The
-    attributes of the old names (``period``, ``phase``, ``dropout``, ``burst``, ``steps``, ``held``,
-    ``sample_ring``, ...) read them. The step's decision is :attr:`take` (and :attr:`due`).
+    :class:`HeldSamples`: the held snapshot, the step of the last sample and the sample ring), each read
+    through its own name (``sampler.rates.period``, ``sampler.samples.last_sample``). The step's decision
+    is :attr:`take` (and :attr:`due`).
 
     Args:
         plan: the class's plan (:class:`~sensorgym.core.plan.ClassPlan`: its sensors' options, read once).
@@ -304,23 +297,6 @@ class Sampler:
         #: this step's due samples (taken or lost); kept only when :attr:`decides_early` (see there)
         self.due = torch.zeros(b, n, dtype=torch.bool, device=device)
         self.refresh_derived()
-
-    # -- views of the components (what the storage, the manager, the app and the tests read) -----------
-    dt = _view("rates", "dt", "The manager's control step (s).")
-    period = _view("rates", "period", "``(B, n)`` float64 sampler period ``T`` (s).")
-    phase = _view("rates", "phase", "``(B, n)`` float64 sampler phase ``phi`` (s).")
-    dropout = _view("rates", "dropout", "``(B, n)`` float64 probability ``p`` that a due sample is lost.")
-    burst = _view("rates", "burst", "``(B, n)`` float64 mean run of losses ``L`` (0: independent).")
-    every_step = _view("rates", "every_step", "``(B, n)`` bool: ``T <= dt`` (every step is due).")
-    safe_period = _view("rates", "safe_period", "``(B, n)`` float64: ``T``, or 1 where ``T <= dt``.")
-    randomized = _view("rates", "randomized", "Sensor -> its randomized sampler fields (field order).")
-    k_prev = _view("phase_index", "k_prev", "``(B, n)`` float64 phase index of the previous step.")
-    _u = _view("losses", "u", "``(B, n)`` float64 this step's dropout draws.")
-    lost_prev = _view("losses", "lost_prev", "``(B, n)`` bool: the previous due sample was lost (bursts).")
-    steps = _view("samples", "steps", "The manager's ``(B,)`` steps since each env's reset.")
-    last_sample = _view("samples", "last_sample", "``(B, n)`` episode step of each sensor's last sample.")
-    held = _view("samples", "held", "``(B, cols)`` the last sample's return-space snapshot.")
-    sample_ring = _view("samples", "ring", "Ring of the step of each delay-ring snapshot's sample, or None.")
 
     # -- parameters ------------------------------------------------------------------------------------
     def refresh_derived(self) -> None:

@@ -163,23 +163,14 @@ class Branch:
         return self.cache.data_ptr() == self.intermediate.data_ptr()
 
 
-def _branch_view(branch: str, name: str, doc: str) -> property:
-    def get(self: ClassStorage) -> Any:
-        return getattr(getattr(self, branch), name)
-
-    return property(get, doc=doc)
-
-
 class ClassStorage:
     """Buffers, components and the planned capture of one sensor class (see the module docstring).
 
     The buffers of the capture's two branches are in :attr:`gt` and :attr:`measured` (each a
-    :class:`Branch`); ``working``, ``gt_cache``, ``m_ring``, ``hist``, ``delay_line``, ... read them.
-
-    Public read-only views (what a packer such as the Gymnasium layer's ``ObservationLayout`` reads):
-    :attr:`measured_cache`, :attr:`ground_truth_cache` ``(B, return cols)``, :attr:`measured_history`
-    (a :class:`~sensorgym.core.ring.Ring` of the last ``history_length`` measured reads, or None),
-    :attr:`ground_truth_history`; :meth:`ring_depths` and :meth:`stage_names` for diagnostics.
+    :class:`Branch`, read through them: ``storage.measured.cache``, ``storage.gt.history``, ...); what a
+    packer such as the Gymnasium layer's ``ObservationLayout`` reads of them is read-only by contract:
+    the return caches ``(B, return cols)`` and the history rings (:class:`~sensorgym.core.ring.Ring`, or
+    None). :meth:`ring_depths` and :meth:`stage_names` serve diagnostics.
     """
 
     def __init__(
@@ -251,7 +242,7 @@ class ClassStorage:
         #: the option fields a reset redraws (the error terms' tables that derive from them are recomputed)
         self._redrawn = frozenset(self.params._random) | frozenset(
             f
-            for fields in (self.sampler.randomized.values() if self.sampler is not None else ())
+            for fields in (self.sampler.rates.randomized.values() if self.sampler is not None else ())
             for f in fields
         )
         gt_zero_copy = same_space and not post_processed and self.history_length == 0
@@ -407,48 +398,6 @@ class ClassStorage:
         where an identity projection would cast between spaces (torch's cast is the contract's)."""
         return self.binding.name
 
-    @property
-    def measured_cache(self) -> torch.Tensor:
-        """``(B, return cols)``: the current measured reads of the class (read-only by contract)."""
-        return self.measured.cache
-
-    @property
-    def ground_truth_cache(self) -> torch.Tensor:
-        """``(B, return cols)``: the current ground truth of the class."""
-        return self.gt.cache
-
-    @property
-    def measured_history(self) -> Ring | None:
-        """Ring of the last ``history_length`` measured reads (``at(i)``: the read ``i`` steps ago)."""
-        return self.measured.history
-
-    @property
-    def ground_truth_history(self) -> Ring | None:
-        """Ring of the last GT snapshots in return space (None without history or ``_post_process``)."""
-        return self.gt.history
-
-    @property
-    def gt_is_alias(self) -> bool:
-        """Whether the GT return cache is the GT intermediate block itself (zero copy)."""
-        return self.gt.is_alias
-
-    @property
-    def measured_is_alias(self) -> bool:
-        """Whether the measured return cache is the working buffer itself (zero copy: no measured stage)."""
-        return self.measured.is_alias
-
-    # the branches' buffers under the names the rest of the engine, tools and tests know them by
-    working = _branch_view("measured", "intermediate", "This step's measured intermediate snapshot (B, c).")
-    gt_intermediate = _branch_view("gt", "intermediate", "The GT intermediate block (B, c).")
-    timeline = _branch_view("gt", "timeline", "The GT timeline ring (intermediate space).")
-    measured_timeline = _branch_view("measured", "timeline", "The measured timeline ring.")
-    gt_cache = _branch_view("gt", "cache", "The GT return cache (B, return cols).")
-    m_cache = _branch_view("measured", "cache", "The measured return cache (B, return cols).")
-    gt_ring = _branch_view("gt", "ring", "The GT return-space ring, or None.")
-    m_ring = _branch_view("measured", "ring", "The measured return-space ring (the delay line's), or None.")
-    hist = _branch_view("measured", "history", "The history ring of measured reads, or None.")
-    delay_line = _branch_view("measured", "delay_line", "The class's DelayLine (delay or jitter), or None.")
-
     def current_shift(self, j: int) -> torch.Tensor | int:
         """The delay shift (steps) behind sensor ``j``'s current read: ``(B,)`` or one int for all."""
         line = self.measured.delay_line
@@ -459,7 +408,7 @@ class ClassStorage:
         gt, measured = self.gt, self.measured
         rings = [gt.timeline if self.uses_timeline else None, gt.ring, measured.ring, measured.history]
         if self.sampler is not None:
-            rings.append(self.sampler.sample_ring)
+            rings.append(self.sampler.samples.ring)
         return [r.depth for r in rings if r is not None]
 
     # -- save/restore and persistence --------------------------------------------------------------------

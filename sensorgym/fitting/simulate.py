@@ -137,7 +137,7 @@ def _run(
     state = {s.name: np.tile(np.asarray(s.level, np.float32), (batch, 1)) for s in group}
     mgr.reset(state)
     storage = mgr.storage(StateSensor)
-    cache = storage.measured_cache.numpy()  # a view: read after every step
+    cache = storage.measured.cache.numpy()  # a view: read after every step
     columns = [h.return_slice for h in handles]
     values = {s.name: np.empty((length, batch, len(s.channels)), np.float32) for s in group}
     taken = np.ones((length, batch, len(group)), dtype=bool)

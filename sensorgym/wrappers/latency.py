@@ -28,7 +28,7 @@ Example:
     >>> from sensorgym.wrappers import ActionLatency, SensorObservation
     >>> envs = gym.make_vec("Pendulum-v1", num_envs=2, vectorization_mode="sync")
     >>> lat = ActionLatency(envs, delay=0.1, jitter=sg.Uniform(0.0, 0.05), seed=0)  # dt = 0.05 s
-    >>> lat.max_shift
+    >>> lat.config.max_shift
     3
     >>> obs, info = lat.reset(seed=0)
     >>> obs, r, term, trunc, info = lat.step(np.full((2, 1), 1.5, np.float32))
@@ -48,7 +48,6 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Mapping
-from operator import attrgetter
 from typing import Any
 
 import gymnasium as gym
@@ -94,11 +93,6 @@ def _check_seed(seed: Any, where: str) -> int | None:
             "Fix: pass e.g. seed=0."
         )
     return value
-
-
-def _forward(path: str, doc: str) -> property:
-    """A read-only property reading ``path`` (dotted) from the wrapper: a component's value."""
-    return property(attrgetter(path), doc=doc)
 
 
 def _done(terminations: Any, truncations: Any, device: torch.device) -> torch.Tensor:
@@ -156,12 +150,14 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "gym.make_vec(...) (or gym.vector.SyncVectorEnv) around the env."
             )
         VectorWrapper.__init__(self, env)
-        # the options as checked and what follows from them alone: fixed from here on
-        self._config = cfg = ActionLatencyConfig.resolve(env, delay, jitter, dt, initial_action)
+        #: the options as checked and what follows from them alone (an :class:`ActionLatencyConfig`:
+        #: ``delay``, ``jitter``, ``dt``, ``initial_action``, ``max_shift``, ``device``, ...), fixed from then
+        self.config = cfg = ActionLatencyConfig.resolve(env, delay, jitter, dt, initial_action)
         seed = _check_seed(seed, "seed")
-        self._random: RandomSource = BatchRandom(cfg.device, None if seed is None else _stream_seed(seed))
-        # the actions in flight: the delay line, the episode clocks, the first and last applied actions
-        self._queue = ActionQueue(cfg, cfg.initial_actions(env.single_action_space), self._random)
+        random: RandomSource = BatchRandom(cfg.device, None if seed is None else _stream_seed(seed))
+        # the actions in flight: the delay line (which holds the latency's random stream: it draws the
+        # jitter from it, and a reset draws the randomized delays), the episode clocks, the applied actions
+        self._queue = ActionQueue(cfg, cfg.initial_actions(env.single_action_space), random)
         num_envs, float64 = cfg.num_envs, dict(dtype=torch.float64, device=cfg.device)
         self._autoreset = torch.zeros(num_envs, dtype=torch.bool, device=cfg.device)
         # this episode's delay and jitter (seconds) per env, resampled at every reset of a distribution
@@ -175,30 +171,11 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._refresh()
         self._torch_env: bool | None = None  # learnt from the first reset observation
 
-    # -- the options, as checked (read-only: the config is fixed) ----------------------------------------
-    delay = _forward("_config.delay", "The ``delay`` option: seconds or a distribution.")
-    jitter = _forward("_config.jitter", "The ``jitter`` option: seconds or a distribution.")
-    dt = _forward("_config.dt", "The control step in seconds (given or inferred from the env).")
-    initial_action = _forward(
-        "_config.initial_action", 'The ``initial_action`` option: ``"zero"``, ``"first"`` or one action.'
-    )
-    autoreset_mode = _forward("_config.autoreset_mode", "The wrapped env's autoreset mode.")
-    device = _forward("_config.device", "Where the queue lives: the env's device (``cpu`` for numpy envs).")
-    action_shape = _forward("_config.action_shape", "One action's shape.")
-    max_shift = _forward(
-        "_config.max_shift", 'The deepest shift any env can reach: the width of ``info["action_in_flight"]``.'
-    )
-    has_jitter = _forward("_config.has_jitter", "Whether the jitter can be > 0 (its upper bound is).")
-    # the queue's parts (read by the tests: the queue is the core delay line and its views share its memory)
-    _line = _forward("_queue.line", "The action queue's delay line.")
-    _ring = _forward("_queue.ring", "``(depth, B, *A)`` view of the delay line's ring: the chosen actions.")
-    _prev = _forward("_queue.prev", "``(B,)`` view of the delay line's previous shift.")
-    _draw = _forward("_queue.line.draw_target", "``(2, B)``: this step's jitter uniforms.")
-
     @property
-    def _jitter_ceil(self) -> torch.Tensor:
-        """``(B,)``: each env's jitter ceiling in steps."""
-        return self._queue.steps.jitter_ceil[:, 0]
+    def dt(self) -> float:
+        """The control step in seconds (given or inferred from the env), as every sensorgym wrapper has it
+        (``config.dt``: the one forwarding name of the wrapper)."""
+        return self.config.dt
 
     def __deepcopy__(self, memo: dict) -> ActionLatency:
         """``copy.deepcopy`` (the queue makes its delay line again); also over a ``gym.make_vec`` env of
@@ -217,18 +194,6 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         if flat:
             self._refresh()
 
-    @property
-    def _random(self) -> RandomSource:
-        """The latency's random stream; the delay line draws its jitter from the same one."""
-        return self.__dict__["_stream"]
-
-    @_random.setter
-    def _random(self, source: RandomSource) -> None:
-        self.__dict__["_stream"] = source
-        queue = self.__dict__.get("_queue")
-        if queue is not None:
-            queue.line.random = source
-
     # -- validation ------------------------------------------------------------------------------------
     def _mask(self, mask: Any) -> torch.Tensor:
         mask_tensor = mask if torch.is_tensor(mask) else torch.from_numpy(np.array(mask, copy=True))
@@ -238,7 +203,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                 f"({self.num_envs},), got shape {tuple(mask_tensor.shape)} dtype {mask_tensor.dtype}. Fix: "
                 "pass e.g. options={'reset_mask': terminations | truncations}."
             )
-        return mask_tensor.to(self._config.device)
+        return mask_tensor.to(self.config.device)
 
     def _to_ring(self, actions: Any, cfg: ActionLatencyConfig) -> torch.Tensor:
         if torch.is_tensor(actions):
@@ -268,10 +233,10 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
 
     def _resample(self, rows: torch.Tensor) -> None:
         changed = False
-        cfg = self._config
+        cfg = self.config
         for dist, target in ((cfg.delay, self._delay_s), (cfg.jitter, self._jitter_s)):
             if isinstance(dist, Distribution):
-                self._random.sample_(dist, self._scratch, rows, 0)
+                self._queue.line.random.sample_(dist, self._scratch, rows, 0)
                 torch.where(rows, self._scratch, target, out=target)
                 changed = True
         if changed:
@@ -282,7 +247,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
 
         On the host an empty mask is skipped (checking it costs nothing there; the random stream then
         depends only on which envs reset). On an accelerator the mask is applied as is: no device sync."""
-        if self._config.on_host and not bool(rows.any()):
+        if self.config.on_host and not bool(rows.any()):
             return
         self._resample(rows)
         self._queue.restart(rows)
@@ -313,14 +278,15 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._torch_env = _is_torch(obs)
         if first is not None:
             if rows is None:
-                self._random.seed(_stream_seed(first))
+                self._queue.line.random.seed(_stream_seed(first))
             else:
                 # Gymnasium seeds only the masked sub-envs; reseeding the one jitter stream whole would
                 # replay the other envs' jitter: the seed is folded into the stream instead
                 reset = torch.nonzero(rows.cpu()).flatten().tolist()
-                self._random.seed(folded_seed([_stream_seed(first)], reset, self._random.get_state()))
+                random = self._queue.line.random
+                random.seed(folded_seed([_stream_seed(first)], reset, random.get_state()))
         if rows is None:
-            rows = torch.ones(self.num_envs, dtype=torch.bool, device=self._config.device)
+            rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.config.device)
         self._reset_rows(rows)
         self._autoreset &= ~rows
         return obs, {**info, **self._entries()}
@@ -328,7 +294,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
     def step(self, actions: Any):
         if self._torch_env is None:
             raise RuntimeError("ActionLatency.step() before reset(). Fix: call reset() first.")
-        cfg = self._config
+        cfg = self.config
         chosen = self._to_ring(actions, cfg)
         sent = applied = self._queue.advance(chosen)  # the action chosen `shift` steps ago (or the initial)
         mode = cfg.autoreset_mode
@@ -375,7 +341,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             {'action_in_flight': (2, 1), 'action_latency': (2,)}
         """
         out: dict[str, StateSensorOptions] = {}
-        cfg = self._config
+        cfg = self.config
         if in_flight:
             if cfg.max_shift == 0:
                 raise ValueError(
@@ -395,7 +361,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue bit-identically: the action queue, the per-env episode clocks,
         monotone bounds, first/applied actions, the sampled delay/jitter, the autoreset mask and the RNG."""
-        cfg, queue = self._config, self._queue
+        cfg, queue = self.config, self._queue
         return {
             "version": 2,
             "options": self.checkpoint_options(),
@@ -414,13 +380,13 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
             "delay_s": self._delay_s.clone(),
             "jitter_s": self._jitter_s.clone(),
             "torch_env": self._torch_env,
-            "random": self._random.get_state(),
+            "random": self._queue.line.random.get_state(),
         }
 
     def checkpoint_options(self) -> dict[str, str]:
         """The options a checkpoint must have been saved with to load here, each as its exact ``repr``
         (``seed`` is not among them: the checkpoint's random state replaces it)."""
-        cfg = self._config
+        cfg = self.config
         init = cfg.initial_action
         return {
             "delay": repr(cfg.delay),
@@ -441,7 +407,7 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
                 "ActionLatency.load_state_dict: not an ActionLatency state_dict (version 2). Fix: pass what "
                 "ActionLatency.state_dict() returned."
             )
-        cfg, queue = self._config, self._queue
+        cfg, queue = self.config, self._queue
         mine = {
             "num_envs": self.num_envs,
             "dt": cfg.dt,
@@ -485,4 +451,4 @@ class ActionLatency(VectorWrapper, gym.utils.RecordConstructorArgs):
         self._jitter_s.copy_(state["jitter_s"])
         self._refresh()
         self._torch_env = state["torch_env"]
-        self._random.set_state(state["random"])
+        self._queue.line.random.set_state(state["random"])

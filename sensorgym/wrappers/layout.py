@@ -344,7 +344,7 @@ class _Sources(NamedTuple):
 def _sources(manager: SensorManager, sensor_cls: type[Sensor]) -> _Sources:
     """The one place the layout reads the engine's storage of a sensor class."""
     storage = manager.storage(sensor_cls)
-    return _Sources(storage.measured_cache, storage.ground_truth_cache, storage.measured_history)
+    return _Sources(storage.measured.cache, storage.gt.cache, storage.measured.history)
 
 
 class _Copy:

@@ -187,7 +187,7 @@ def test_training_env_applies_the_latency_ages_and_critic_inputs():
         critic_age=cfg.critic_age,
     )
     lat = env.env
-    assert isinstance(lat, ActionLatency) and lat.max_shift == 3  # dt 0.05: 2 steps + 1 of jitter
+    assert isinstance(lat, ActionLatency) and lat.config.max_shift == 3  # dt 0.05: 2 steps + 1 of jitter
     obs, info = env.reset(seed=0)
     # policy: angle (2) + vel (1) + angle's age (1); critic: GT angle (2), vel (1), in flight (3), latency
     # (2), then the ages (2) and the env's observation (3)

@@ -77,7 +77,7 @@ class ReferenceManager:
                 zg = model.draws(2)[b, s.cache_slice].clone()
         u = None
         if st.max_shift and st.params.times.has_jitter:
-            draw = st.delay_line.jitter_draw
+            draw = st.measured.delay_line.jitter_draw
             u = (float(draw[0, b, s.index]), float(draw[1, b, s.index]))
         return zn, zr, zg, u
 
@@ -89,9 +89,10 @@ class ReferenceManager:
         if sp is None:
             return None
         j = s.index
-        u = float(sp._u[b, j]) if sp.has_dropout else 1.0
-        burst = float(sp.burst[b, j]) if sp.has_burst else 0.0
-        return float(sp.period[b, j]), float(sp.phase[b, j]), float(sp.dropout[b, j]), u, burst
+        rates = sp.rates
+        u = float(sp.losses.u[b, j]) if sp.has_dropout else 1.0
+        burst = float(rates.burst[b, j]) if sp.has_burst else 0.0
+        return float(rates.period[b, j]), float(rates.phase[b, j]), float(rates.dropout[b, j]), u, burst
 
     def _params(self, s, b):
         md = s._storage.md

@@ -160,7 +160,7 @@ def test_a_copy_binds_its_own_memory():
     for v in copied_views:
         assert not any(np.shares_memory(v, o) for o in original_views)
     for storage in clone._stores.values():  # what the stages and the kernel read: the copy's tensors
-        for ring in (storage.timeline, storage.gt_ring, storage.m_ring, storage.hist):
+        for ring in (storage.gt.timeline, storage.gt.ring, storage.measured.ring, storage.measured.history):
             if ring is not None:
                 for k in range(ring.depth):
                     assert np.shares_memory(ring.array_at(k), ring.at(k).numpy())

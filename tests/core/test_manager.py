@@ -63,16 +63,18 @@ def test_layout_contiguous_class_slices_and_alias():
     group = st_state.group
     assert st_state.group is st_th.group is st_f.group
     for st in (st_state, st_th, st_f):
-        assert st.working.is_contiguous() and st.gt_intermediate.is_contiguous()
-        assert st.working.data_ptr() == group.inter.data_ptr() + 4 * st.columns.start * 4  # B=4, float32
+        assert st.measured.intermediate.is_contiguous() and st.gt.intermediate.is_contiguous()
+        assert (
+            st.measured.intermediate.data_ptr() == group.inter.data_ptr() + 4 * st.columns.start * 4
+        )  # B=4, float32
         if st.uses_timeline:
-            assert st.measured_timeline.at(0).is_contiguous() and st.timeline.at(1).is_contiguous()
+            assert st.measured.timeline.at(0).is_contiguous() and st.gt.timeline.at(1).is_contiguous()
     assert a.cache_slice == slice(0, 2) and plain.cache_slice == slice(2, 3)
     # rings only where needed; GT of a class without history/post-process aliases the intermediate
-    assert st_th.m_ring is not None and st_th.gt_ring is not None  # post-process: depth >= 2
-    assert st_th.gt_ring.depth == 2 and st_th.m_ring.depth == 2
-    assert st_state.hist.depth == 3 and st_state.gt_ring.depth == 3
-    assert st_f.gt_is_alias and st_f.ground_truth_cache.data_ptr() == st_f.gt_intermediate.data_ptr()
+    assert st_th.measured.ring is not None and st_th.gt.ring is not None  # post-process: depth >= 2
+    assert st_th.gt.ring.depth == 2 and st_th.measured.ring.depth == 2
+    assert st_state.measured.history.depth == 3 and st_state.gt.ring.depth == 3
+    assert st_f.gt.is_alias and st_f.gt.cache.data_ptr() == st_f.gt.intermediate.data_ptr()
 
 
 def test_zero_copy_alias_read_is_a_view_of_the_intermediate():
@@ -80,8 +82,8 @@ def test_zero_copy_alias_read_is_a_view_of_the_intermediate():
     s = mgr.add_sensor(sg.StateSensorOptions(key="x", shape=(3,), noise=0.1))
     mgr.reset({"x": torch.zeros(2, 3)})
     st = mgr.storage(sg.StateSensor)
-    assert st.measured_is_alias and st.gt_is_alias
-    assert st.m_ring is None and st.gt_ring is None and st.hist is None
+    assert st.measured.is_alias and st.gt.is_alias
+    assert st.measured.ring is None and st.gt.ring is None and st.measured.history is None
     assert s.read().data_ptr() == st.group.inter.data_ptr()
     assert s.read_ground_truth().data_ptr() == st.group.gt_inter.data_ptr()
 

@@ -101,7 +101,7 @@ def test_jitter_sampler_mean_without_holds():
         prev = as_np(s.read())[:, 0]
         shifts.append(t - prev)
         # a fresh jitter sample needs a fresh monotone state: reset all envs' shift history cheaply
-        s._storage.delay_line.prev_shift.fill_(1 << 40)
+        s._storage.measured.delay_line.prev_shift.fill_(1 << 40)
     shifts = np.concatenate(shifts)
     # shift = 2 + floor(j/dt + u), j ~ U[0, 1.5 dt): mean 2 + 0.75, values in {2, 3, 4}
     assert abs(shifts.mean() - 2.75) < 0.02
@@ -113,7 +113,7 @@ def test_jitter_larger_than_dt_never_wraps_the_ring():
     for t, s in run(opts, 300, num_envs=16, seed=5):
         v = as_np(s.read())[:, 0] - np.arange(16) * 100.0
         assert (v <= max(t - 4, 0)).all() and (v >= max(t - 8, 0)).all()
-    assert s._storage.m_ring.depth == 4 + 4 + 1  # D + ceil(jitter/dt) + 1: exactly what is reachable
+    assert s._storage.measured.ring.depth == 4 + 4 + 1  # D + ceil(jitter/dt) + 1: exactly what is reachable
 
 
 # -- history --------------------------------------------------------------------------------------------

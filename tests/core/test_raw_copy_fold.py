@@ -158,7 +158,7 @@ def test_a_copied_manager_folds_into_its_own_buffers():
     mgr.reset(_state(rng))
     twin = copy.deepcopy(mgr)
     twin_s = twin.sensors[0]
-    assert _storage(twin).md.imperfections.raw_source is _storage(twin).gt_intermediate
+    assert _storage(twin).md.imperfections.raw_source is _storage(twin).gt.intermediate
     for _ in range(5):
         state = _state(rng)
         mgr.step(state)

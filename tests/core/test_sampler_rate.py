@@ -98,13 +98,13 @@ def test_thirty_hz_at_fifty_hz_gives_the_2_2_1_pattern():
 def test_drawn_phases_follow_the_rule_per_env_and_are_redrawn_at_reset(period):
     b, steps = 64, 40
     mgr, _, reads, _ = run(sg.StateSensorOptions(key="x", update_period=period), steps, b=b)
-    phase = mgr.storage(sg.StateSensor).sampler.phase[:, 0].clone()
+    phase = mgr.storage(sg.StateSensor).sampler.rates.phase[:, 0].clone()
     assert bool(((phase >= 0) & (phase < period)).all())
     assert len(set(phase.tolist())) == b  # not in lock-step
     for i in range(b):
         assert reads[i].tolist() == held(due_steps(period, float(phase[i]), DT, steps), steps)
     mgr.reset(ramp(0, b))
-    assert not torch.equal(mgr.storage(sg.StateSensor).sampler.phase[:, 0], phase)
+    assert not torch.equal(mgr.storage(sg.StateSensor).sampler.rates.phase[:, 0], phase)
 
 
 def test_a_batch_mixing_rates_and_classes():
@@ -227,7 +227,7 @@ def test_jitter_and_a_hold_compose_monotonically():
     opts = sg.StateSensorOptions(key="x", update_period=0.05, delay=0.06, jitter=0.06, history_length=3)
     b, steps = 256, 40
     mgr, _, reads, ages = run(opts, steps, b=b, seed=6)
-    phase = mgr.storage(sg.StateSensor).sampler.phase[:, 0]
+    phase = mgr.storage(sg.StateSensor).sampler.rates.phase[:, 0]
     for i in range(b):
         snaps = held(due_steps(0.05, float(phase[i]), DT, steps), steps)
         r = reads[i].tolist()
@@ -378,11 +378,11 @@ def test_a_uniform_dropout_up_to_one_is_accepted_and_never_draws_one():
         assert bool((drawn >= dist.low).all()) and bool((drawn < 1.0).all())
         assert float(drawn.max()) > 0.99  # the whole interval is drawn
     sampler = mgr.storage(sg.StateSensor).sampler
-    sampler.dropout.fill_(0.0)
+    sampler.rates.dropout.fill_(0.0)
     col = torch.ones(4096, 1, dtype=torch.float64)  # a draw that rounded up to 1.0
     mgr.random.sample_ = lambda dist, out, mask, k: out.copy_(col)  # the next draws are all 1.0
     mgr.reset(ramp(0, 4096))
-    assert float(sampler.dropout.max()) == math.nextafter(1.0, 0.0)
+    assert float(sampler.rates.dropout.max()) == math.nextafter(1.0, 0.0)
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ def _storage(**opts):
 def test_zero_copy_class_has_no_stage():
     _, _, st = _storage(noise=0.1)
     assert st.stage_names() == [] and st.stage_names(reset=True) == []
-    assert st.measured_is_alias and st.gt_is_alias
+    assert st.measured.is_alias and st.gt.is_alias
 
 
 def test_stages_follow_the_configuration():

@@ -126,7 +126,7 @@ def test_randomized_delay_per_env_in_steps_and_bias_per_component():
     expected = (5 - torch.round(delays / 0.1)).clamp(min=0)
     assert torch.equal(read0, expected)
     # ring sized exactly for the largest delay the distribution can produce
-    assert s._storage.m_ring.depth == 4
+    assert s._storage.measured.ring.depth == 4
     names = mgr.randomization_names()
     # only component 1 is randomized: it is labelled by its own index (issue 11.8)
     assert names == [f"{s.name}.delay", f"{s.name}.bias[1]"]
@@ -143,7 +143,7 @@ def test_jitter_distribution_is_clamped_to_the_sampled_delay():
     r = s.read_randomization()
     md = mgr.metadata(sg.StateSensor)
     assert (r["jitter"] <= md.params.times.delay_seconds.float() + 1e-6).all()
-    assert s._storage.m_ring.depth == 3 + 3 + 1
+    assert s._storage.measured.ring.depth == 3 + 3 + 1
 
 
 def test_same_seed_same_numbers_different_seed_different():

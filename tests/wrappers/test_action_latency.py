@@ -223,11 +223,11 @@ def run_against_reference(backend, mode, num_envs, delay, jitter, initial, steps
         warnings.simplefilter("ignore")  # a delay off the dt grid warns; tested elsewhere
         lat = ActionLatency(envs, delay=delay, jitter=jitter, initial_action=initial)
     rand = LoggingRandom(seed)
-    lat._random = rand
-    ref = Reference(num_envs, DT, delay, jitter, initial, np.zeros(2, np.float32), lat.max_shift)
+    lat._queue.line.random = rand
+    ref = Reference(num_envs, DT, delay, jitter, initial, np.zeros(2, np.float32), lat.config.max_shift)
 
     def fixed(name, b):
-        v = getattr(lat, name)
+        v = getattr(lat.config, name)
         return v if not isinstance(v, sg.Distribution) else _resampled(rand.log, v, b)
 
     def compare(info, rows=range(num_envs), prefix=""):
@@ -251,7 +251,7 @@ def run_against_reference(backend, mode, num_envs, delay, jitter, initial, steps
         actions = torch.from_numpy(chosen) if backend == "torch" else chosen
         obs, _, term, trunc, info = lat.step(actions)
         uniforms = [out for kind, _, _, out in rand.log if kind == "u"]
-        assert len(uniforms) == (1 if lat.has_jitter else 0)
+        assert len(uniforms) == (1 if lat.config.has_jitter else 0)
         u = np_(uniforms[0]) if uniforms else np.zeros((2, num_envs), np.float32)
         done = np_(term) | np_(trunc)
         for b in range(num_envs):
@@ -289,7 +289,7 @@ def test_fixed_delay_is_exact(backend, mode):
     b, steps = 3, 60
     envs = make_envs(backend, mode, b, p_end=0.1)
     lat = ActionLatency(envs, delay=0.2, seed=0)
-    assert lat.max_shift == 2
+    assert lat.config.max_shift == 2
     lat.reset(seed=1)
     episode = [[] for _ in range(b)]  # the actions chosen in each env's current episode
     restart = np.zeros(b, bool)
@@ -434,8 +434,8 @@ def test_latency_stream_independent_of_sensor_stream():
     """Seeded with the same number, the latency's draws are not the sensors' draws."""
     lat = ActionLatency(make_envs("numpy", AutoresetMode.NEXT_STEP, 2), delay=0.2, jitter=0.2, seed=7)
     draw = torch.zeros(2, 2).uniform_(generator=torch.Generator().manual_seed(7))  # a BatchRandom(seed=7)
-    lat._random.uniform_(lat._draw, None, 1)
-    assert not torch.equal(draw, lat._draw)
+    lat._queue.line.random.uniform_(lat._queue.line.draw_target, None, 1)
+    assert not torch.equal(draw, lat._queue.line.draw_target)
 
 
 # -- initial actions --------------------------------------------------------------------------------
@@ -529,7 +529,7 @@ def test_randomization_resampled_per_reset():
         jitter=sg.Uniform(0.0, 0.1),
         seed=0,
     )
-    assert lat.max_shift == 4
+    assert lat.config.max_shift == 4
     _, info = lat.reset(seed=0)
     values = [info[LATENCY_KEY].copy()]
     changes_at_reset = changes_mid = 0
@@ -552,7 +552,7 @@ def test_randomization_resampled_per_reset():
 def test_off_grid_delay_warns_and_rounds():
     with pytest.warns(UserWarning, match="not a multiple of dt"):
         lat = ActionLatency(make_envs("numpy", AutoresetMode.SAME_STEP, 1), delay=0.26)
-    assert lat.max_shift == 3
+    assert lat.config.max_shift == 3
 
 
 # -- checkpoints ------------------------------------------------------------------------------------
@@ -822,13 +822,13 @@ def test_jitter_ceiling_agrees_with_the_sensor_delay_law(jitter):
     lat = ActionLatency(env, delay, jitter, dt=dt, seed=0)
     lat.reset(seed=0)
     expected = jitter_extra_steps(jitter, dt)
-    assert lat._jitter_ceil.tolist() == [expected, expected]
-    assert lat.max_shift == delay_steps(delay, dt) + expected
+    assert lat._queue.steps.jitter_ceil[:, 0].tolist() == [expected, expected]
+    assert lat.config.max_shift == delay_steps(delay, dt) + expected
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(30):  # the applied shift never exceeds the queue
             lat.step(torch.zeros(2, 1))
-    assert int(lat._shift().max()) <= lat.max_shift
+    assert int(lat._shift().max()) <= lat.config.max_shift
 
 
 @pytest.mark.parametrize(

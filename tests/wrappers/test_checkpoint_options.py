@@ -211,7 +211,7 @@ def test_a_snapshot_of_another_action_latency_is_refused_and_changes_nothing():
     with pytest.raises(ValueError, match=r"ActionLatency option 'delay' differs.*Choice.*Fix"):
         other.load_state_dict(saved.state_dict(include_envs=True))
     assert other.env is inner
-    assert other.env.delay == 0.1
+    assert other.env.config.delay == 0.1
 
 
 def test_checkpoints_from_before_the_options_were_saved_still_load():

@@ -41,8 +41,10 @@ def _pickled(lat: ActionLatency) -> ActionLatency:
 
 def test_the_queue_is_the_core_delay_line():
     lat = _lat()
-    assert isinstance(lat._line, DelayLine)
-    assert lat._line.ring.buffer.data_ptr() == lat._ring.data_ptr()  # the queue is the line's ring
+    assert isinstance(lat._queue.line, DelayLine)
+    assert (
+        lat._queue.line.ring.buffer.data_ptr() == lat._queue.ring.data_ptr()
+    )  # the queue is the line's ring
 
 
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
@@ -54,5 +56,5 @@ def test_a_copied_or_pickled_wrapper_continues_bit_for_bit(how):
     twin = copy.deepcopy(lat) if how == "deepcopy" else _pickled(lat)
     assert _run(twin, actions[25:]) == _run(lat, actions[25:])
     # the twin's queue is its own delay line's memory, not a detached copy
-    assert twin._line.ring.buffer.data_ptr() == twin._ring.data_ptr()
-    assert twin._line.prev_shift.data_ptr() == twin._prev.data_ptr()
+    assert twin._queue.line.ring.buffer.data_ptr() == twin._queue.ring.data_ptr()
+    assert twin._queue.line.prev_shift.data_ptr() == twin._queue.prev.data_ptr()

@@ -14,11 +14,8 @@ import sensorgym as sg
 from sensorgym.wrappers import layout as layout_module
 from sensorgym.wrappers.layout import ObservationLayout
 
-ENGINE_NAMES = {
+ENGINE_NAMES = {  # the class storage (its branches are read through it: storage.measured.cache, ...)
     "storage",
-    "measured_cache",
-    "ground_truth_cache",
-    "measured_history",
     "_stores",
     "_storage",
     "buffer",
