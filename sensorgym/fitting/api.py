@@ -33,7 +33,7 @@ from .diagnose import explain, spectral_excess, unexplained_line
 from .errors import FitError
 from .readers import read_channels
 from .result import ChannelFit, ClosedLoop, FitResult
-from .simulate import SimSensor, simulate
+from .simulate import SimResult, SimSensor, simulate
 from .static import find_static_window, long_gaps, without_gaps
 from .timing import Timing, analyse_timing
 from .window import fit_window, gap_finding, settle
@@ -342,6 +342,66 @@ def _diagnose(f: ChannelFit) -> str | None:
     return unexplained_line(f.channel.name, f.unexplained, inside, len(taus))
 
 
+def _check_into(
+    into: str | Path,
+    counts: dict[str, int],
+    delay: bool,
+    check_config: Callable[[Mapping[str, Any]], None] | None,
+) -> Any:
+    """The config ``into``, refused before the work when it cannot take the options (its tables without
+    the terms the fit decides must load)."""
+    raw = read_config(into)
+    blank = merge_into(raw, {n: {} for n in counts}, counts, str(into), delay=delay)
+    if check_config is not None:
+        check_config(blank.config)
+    return raw
+
+
+def _fit_channels(
+    chans: list[Channel],
+    table_names: list[str],
+    timings: dict[str, Timing],
+    window: tuple[float, float] | None,
+) -> tuple[list[ChannelFit], dict[str, int]]:
+    """Every channel fitted in the window given or found, with the narrow-band component of its spectrum
+    beyond the model's; the number of components per name."""
+    found = find_static_window([(c.times, c.values) for c in chans]) if window is None else (0.0, 0.0)
+    components: dict[str, int] = {}
+    fits = []
+    for ch, name in zip(chans, table_names, strict=True):
+        fits.append(_fit_channel(ch, name, components.get(name, 0), timings[ch.name], window, found))
+        components[name] = components.get(name, 0) + 1
+    for f in fits:
+        interval = f.timing.sample_interval * (f.noise.gaps.mean if f.noise.gaps is not None else 1.0)
+        f.spectral = spectral_excess(f.samples[1], interval, f.noise.params, f.noise.gaps)
+    return fits, components
+
+
+def _closed_loop(
+    fits: list[ChannelFit],
+    options: dict[str, dict[str, Any]],
+    envs: int,
+    seed: int,
+    progress: Callable[[int, int], None] | None,
+) -> SimResult:
+    """Simulate the fitted options and set each channel's closed loop against its log."""
+    sim = simulate(
+        _sim_sensors(fits, options),
+        {f.channel.name: _check_m(f) for f in fits},
+        envs=envs,
+        seed=seed,
+        progress=progress,
+    )
+    for f in fits:
+        m = sim.m[f.channel.name]
+        log_at = f.allan.select(np.isin(f.allan.m, m))
+        keep = np.isin(m, log_at.m)
+        f.closed_loop = ClosedLoop(
+            log_at.taus, log_at.adev, log_at.lo, log_at.hi, sim.adev[f.channel.name][keep]
+        )
+    return sim
+
+
 def fit(
     log: str | Path,
     channels: Sequence[str],
@@ -388,49 +448,21 @@ def fit(
     window = _parse_static(static)
     out_dir = _check_out(out)
     counts = {n: table_names.count(n) for n in table_names}
-    raw = None
-    if into is not None:  # a config that cannot take the options is refused before the work
-        raw = read_config(into)
-        blank = merge_into(raw, {n: {} for n in counts}, counts, str(into), delay=reference is not None)
-        if check_config is not None:
-            check_config(blank.config)
+    raw = _check_into(into, counts, reference is not None, check_config) if into is not None else None
     wanted = list(channels) + ([reference] if reference and reference not in channels else [])
     read = {c.name: c for c in read_channels(log, wanted, time=time, time_unit=time_unit)}
     chans = [read[c] for c in channels]
     warnings = list(dict.fromkeys(w for c in chans for w in c.warnings))
     timings = {c.name: analyse_timing(c.times, c.invalid_times) for c in chans}
     _check_tables(chans, table_names, timings)
-    found = find_static_window([(c.times, c.values) for c in chans]) if window is None else (0.0, 0.0)
-    components: dict[str, int] = {}
-    fits = []
-    for ch, name in zip(chans, table_names, strict=True):
-        fits.append(_fit_channel(ch, name, components.get(name, 0), timings[ch.name], window, found))
-        components[name] = components.get(name, 0) + 1
-    for f in fits:  # a narrow-band component beyond the model's spectrum, named where it matters
-        interval = f.timing.sample_interval * (f.noise.gaps.mean if f.noise.gaps is not None else 1.0)
-        f.spectral = spectral_excess(f.samples[1], interval, f.noise.params, f.noise.gaps)
+    fits, components = _fit_channels(chans, table_names, timings, window)
     warnings += [w for f in fits for w in f.findings]
     warnings += [w for w in map(_static_warning, fits) if w]
     if reference:
         for f in fits:
             f.delay = _delay(f, read[reference])
     options = _options(fits)
-    sim = None
-    if simulate_config:
-        sim = simulate(
-            _sim_sensors(fits, options),
-            {f.channel.name: _check_m(f) for f in fits},
-            envs=envs,
-            seed=seed,
-            progress=progress,
-        )
-        for f in fits:
-            m = sim.m[f.channel.name]
-            log_at = f.allan.select(np.isin(f.allan.m, m))
-            keep = np.isin(m, log_at.m)
-            f.closed_loop = ClosedLoop(
-                log_at.taus, log_at.adev, log_at.lo, log_at.hi, sim.adev[f.channel.name][keep]
-            )
+    sim = _closed_loop(fits, options, envs, seed, progress) if simulate_config else None
     warnings += [w for w in map(_diagnose, fits) if w]
     lines = [f.closed_loop.line(f.channel.name) for f in fits if f.closed_loop is not None]
     result = FitResult(log, fits, options, sim, lines, warnings=warnings)
