@@ -304,6 +304,7 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
 
 
 def _parse(raw: Mapping[str, Any]) -> Config:
+    """The config's tables, each validated in this order (the first mistake is the one reported)."""
     top = _table(raw, "<root>", ["env", "sensors", "policy", "critic", "algorithm", "latency", "sweep"])
     sensors_raw = top.get("sensors")
     if not isinstance(sensors_raw, Mapping) or not sensors_raw:
@@ -314,8 +315,31 @@ def _parse(raw: Mapping[str, Any]) -> Config:
             'add [sensors.angle] with type = "StateSensorOptions" and key = "obs"',
         )
     sensors = {name: _sensor(name, value, f"sensors.{name}") for name, value in sensors_raw.items()}
+    env = _env(top.get("env"))
+    p = _table(top.get("policy"), "policy", ["sensors", "age"])
+    policy = _names(p.get("sensors"), "policy.sensors", sensors)
+    policy_age = _names(p.get("age"), "policy.age", sensors) or []
+    critic, critic_age = _critic(top.get("critic"), sensors)
+    algorithm = _algorithm(top.get("algorithm"))
+    latency = _latency(top.get("latency"), sensors)
+    sweep = _sweep(top.get("sweep"), algorithm.seed)
+    return Config(
+        sensors=sensors,
+        env=env,
+        policy=policy,
+        critic=critic,
+        algorithm=algorithm,
+        sweep=sweep,
+        raw=copy.deepcopy(dict(raw)),
+        latency=latency,
+        policy_age=policy_age,
+        critic_age=critic_age,
+    )
 
-    e = _table(top.get("env"), "env", ["id", "n_envs", "vectorization", "kwargs", "dt"])
+
+def _env(raw: Any) -> EnvConfig:
+    """The ``[env]`` table."""
+    e = _table(raw, "env", ["id", "n_envs", "vectorization", "kwargs", "dt"])
     env = EnvConfig(
         id=_typed(e, "env", "id", str, "Pendulum-v1"),
         n_envs=_typed(e, "env", "n_envs", int, 4),
@@ -331,12 +355,12 @@ def _parse(raw: Mapping[str, Any]) -> Config:
         raise _err("env.n_envs", env.n_envs, "must be >= 1", "write n_envs = 4")
     if env.vectorization not in ("sync", "async"):
         raise _err("env.vectorization", env.vectorization, "must be sync or async", 'write "sync"')
+    return env
 
-    p = _table(top.get("policy"), "policy", ["sensors", "age"])
-    policy = _names(p.get("sensors"), "policy.sensors", sensors)
-    policy_age = _names(p.get("age"), "policy.age", sensors) or []
 
-    c = _table(top.get("critic"), "critic", ["type", "sensors", "env_obs", "randomization", "age"])
+def _critic(raw: Any, sensors: Mapping) -> tuple[CriticConfig, list[str]]:
+    """The ``[critic]`` table: the critic and the sensors whose age it reads."""
+    c = _table(raw, "critic", ["type", "sensors", "env_obs", "randomization", "age"])
     critic_age = _names(c.get("age"), "critic.age", sensors) or []
     critic = CriticConfig(
         type=_typed(c, "critic", "type", str, "asymmetric"),
@@ -351,9 +375,13 @@ def _parse(raw: Mapping[str, Any]) -> Config:
             "critic.sensors", [], "with env_obs = false the critic would read nothing",
             "list at least one sensor, or set env_obs = true",
         )  # fmt: skip
+    return critic, critic_age
 
+
+def _algorithm(raw: Any) -> AlgorithmConfig:
+    """The ``[algorithm]`` table."""
     a = _table(
-        top.get("algorithm"),
+        raw,
         "algorithm",
         ["name", "timesteps", "seed", "eval_episodes", "eval_every", "normalize", "kwargs"],
     )
@@ -385,12 +413,14 @@ def _parse(raw: Mapping[str, Any]) -> Config:
             "must be >= 0 (0: no learning curve)",
             "write 0 or e.g. 20000",
         )
+    return algorithm
 
-    latency = _latency(top.get("latency"), sensors)
 
-    s = _table(top.get("sweep"), "sweep", ["seeds", "critic", "grid", "list"])
+def _sweep(raw: Any, seed: int) -> SweepConfig:
+    """The ``[sweep]`` table (its seeds default to the algorithm's ``seed``)."""
+    s = _table(raw, "sweep", ["seeds", "critic", "grid", "list"])
     sweep = SweepConfig(
-        seeds=list(_typed(s, "sweep", "seeds", list, [algorithm.seed])),
+        seeds=list(_typed(s, "sweep", "seeds", list, [seed])),
         critic=list(_typed(s, "sweep", "critic", list, ["symmetric", "asymmetric"])),
         grid=dict(_typed(s, "sweep", "grid", dict, {})),
         list=list(_typed(s, "sweep", "list", list, [])),
@@ -424,18 +454,7 @@ def _parse(raw: Mapping[str, Any]) -> Config:
         if key in own_axes:  # every run takes these from the sweep's own axes: a level would change nothing
             where = f"sweep.grid.{key}" if key in sweep.grid else "sweep.list"
             raise _err(where, key, "is set by the sweep itself for every run", f"use {own_axes[key]} = [...]")
-    return Config(
-        sensors=sensors,
-        env=env,
-        policy=policy,
-        critic=critic,
-        algorithm=algorithm,
-        sweep=sweep,
-        raw=copy.deepcopy(dict(raw)),
-        latency=latency,
-        policy_age=policy_age,
-        critic_age=critic_age,
-    )
+    return sweep
 
 
 def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:
