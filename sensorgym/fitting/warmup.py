@@ -91,17 +91,22 @@ def block_difference_covariance(params: ModelParams, ts: float, block: int, coun
         >>> np.round(c / (0.1**2 / 0.01 / 10), 6).tolist()
         [[2.0, -1.0, 0.0], [-1.0, 2.0, -1.0], [0.0, -1.0, 2.0]]
     """
-    h = np.concatenate([-np.ones(block), np.ones(block)]) / block
-    g = np.correlate(h, h, mode="full")  # lags -(2B - 1) .. 2B - 1
+    # the difference kernel h (-1/B on a block, +1/B on the next) has the autocorrelation g(u) = (2B - 3|u|)
+    # / B^2 up to |u| = B and -(2B - |u|) / B^2 beyond, to 2B: written out, not np.correlate's O(B^2)
     lags = np.arange(-(2 * block - 1), 2 * block)
+    u = np.abs(lags).astype(np.float64)
+    g = np.where(u <= block, 2.0 * block - 3.0 * u, -(2.0 * block - u)) / float(block) ** 2
     col = np.array([g @ autocovariance(params, ts, lags + lag * block) for lag in range(count)])
     if params.random_walk_density > 0:
-        # d_0 = sum_s e_s W_s over the walk's increments e (variance K^2 T_s), W the reversed cumsum of h
-        w = np.cumsum(h[::-1])[::-1]
-        ww = np.correlate(w, w, mode="full")
-        centre = len(w) - 1
-        at = [centre + lag * block for lag in range(count)]
-        col = col + params.random_walk_density**2 * ts * np.array([ww[i] if i < len(ww) else 0.0 for i in at])
+        # d_0 = sum_s e_s W_s over the walk's increments e (variance K^2 T_s); W, the reversed cumsum of h,
+        # is a triangle s / B up to B and (2B - s) / B beyond: W overlaps itself only at lags 0 and B
+        s = np.arange(2 * block, dtype=np.float64)
+        w = np.where(s < block, s, 2.0 * block - s) / block
+        walk = np.zeros(count)
+        walk[0] = w @ w
+        if count > 1:
+            walk[1] = w[:-block] @ w[block:]
+        col = col + params.random_walk_density**2 * ts * walk
     index = np.abs(np.subtract.outer(np.arange(count), np.arange(count)))
     return col[index]
 

@@ -69,12 +69,16 @@ def settle(
     half = len(values) // 2
     if len(values) - half < _MIN_HALF:
         return first, None, None
-    try:  # the model without the warm-up: from the half it touches least
+    # against the whole window's model first (no fit to add: most windows stop here), then against the
+    # model of the half the warm-up touches least
+    if detect_warmup(times, values, noise.params, ts, CHI2_CONFIRM) is None:
+        return first, None, None
+    try:
         model = fit_window(times[half:], values[half:], ts).noise.params
     except FitError:
         return first, None, None
     trend = detect_warmup(times, values, model, ts)
-    if trend is None or detect_warmup(times, values, noise.params, ts, CHI2_CONFIRM) is None:
+    if trend is None:
         return first, None, None
     start = settled_from(trend, float(times[-1]))
     what = (
