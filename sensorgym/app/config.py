@@ -37,17 +37,29 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import itertools
 import json
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.options import SensorOptions
-from ..core.randomization import Choice, Distribution, LogUniform, Normal, Uniform
-from ..core.sensor import SENSOR_REGISTRY
+from ..core.randomization import Distribution
+from .config_values import (
+    AlgorithmConfig,
+    Config,
+    ConfigError,
+    CriticConfig,
+    EnvConfig,
+    LatencyConfig,
+    SweepConfig,
+    UserError,
+    clean_message,
+    config_error,
+    parse_sensor,
+    parse_value,
+    read_table,
+    sensor_names,
+    typed_key,
+)
 
 __all__ = [
     "AlgorithmConfig",
@@ -64,229 +76,13 @@ __all__ = [
     "to_plain",
 ]
 
-DISTRIBUTIONS: dict[str, type[Distribution]] = {
-    "Uniform": Uniform,
-    "LogUniform": LogUniform,
-    "Normal": Normal,
-    "Choice": Choice,
-}
-
-
-class UserError(Exception):
-    """A mistake the user can fix (a config, a flag, a path, a missing package): the command line prints
-    its one-line message, without a traceback, and exits with code 2."""
-
-
-class ConfigError(UserError, ValueError):
-    """An invalid config: the message names the key path, the value and the fix."""
-
-
-def _clean(message: str) -> str:
-    """One line, no doubled full stops (option messages end their fix with a full stop already)."""
-    message = " ".join(str(message).split())
-    return re.sub(r"\.\.(?=\s|$)", ".", message)
-
-
-def _err(path: str, value: Any, why: str, fix: str) -> ConfigError:
-    return ConfigError(f"config {path} = {value!r}: {why}. Fix: {fix}.")
-
-
-def _unknown(path: str, key: str, known: list[str]) -> ConfigError:
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return ConfigError(f"config {path}.{key}: unknown key. Fix: {hint}known keys: {sorted(known)}.")
-
-
-def _table(raw: Any, path: str, known: list[str]) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise _err(path, raw, "expected a table (mapping)", f"write [{path}] with key = value lines")
-    for key in raw:
-        if key not in known:
-            raise _unknown(path, key, known)
-    return dict(raw)
-
-
-@dataclass
-class EnvConfig:
-    id: str = "Pendulum-v1"
-    n_envs: int = 4
-    vectorization: str = "sync"
-    #: the control step in seconds, for an env that does not give one (no ``dt``, no ``metadata["dt"]``)
-    dt: float | None = None
-    kwargs: dict = field(default_factory=dict)
-
-
-@dataclass
-class CriticConfig:
-    type: str = "asymmetric"
-    sensors: list[str] | None = None
-    env_obs: bool = True
-    randomization: bool = False
-
-
-@dataclass
-class LatencyConfig:
-    """Action latency (:class:`~sensorgym.wrappers.ActionLatency`) between the policy and the env."""
-
-    delay: Any = 0.0
-    jitter: Any = 0.0
-    initial_action: Any = "zero"
-    critic_in_flight: bool = True
-    critic_latency: bool = False
-
-
-@dataclass
-class AlgorithmConfig:
-    name: str = "PPO"
-    timesteps: int = 100_000
-    seed: int = 0
-    eval_episodes: int = 10
-    eval_every: int = 0
-    normalize: bool = True
-    kwargs: dict = field(default_factory=dict)
-
-
-@dataclass
-class SweepConfig:
-    seeds: list[int] = field(default_factory=lambda: [0])
-    critic: list[str] = field(default_factory=lambda: ["symmetric", "asymmetric"])
-    grid: dict[str, list] = field(default_factory=dict)
-    list: list[dict[str, Any]] = field(default_factory=list)
-
-    def cells(self) -> list[dict[str, Any]]:
-        """The imperfection settings to run: the explicit list, or every combination of the grid."""
-        if self.list:
-            return [dict(c) for c in self.list]
-        if not self.grid:
-            return [{}]
-        keys = list(self.grid)
-        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.grid.values())]
-
-
-@dataclass
-class Config:
-    """A parsed, validated experiment config (see the module docstring for the format)."""
-
-    sensors: dict[str, SensorOptions]
-    env: EnvConfig = field(default_factory=EnvConfig)
-    policy: list[str] | None = None
-    critic: CriticConfig = field(default_factory=CriticConfig)
-    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
-    sweep: SweepConfig = field(default_factory=SweepConfig)
-    raw: dict = field(default_factory=dict, repr=False)
-    latency: LatencyConfig | None = None
-    policy_age: list[str] = field(default_factory=list)
-    critic_age: list[str] = field(default_factory=list)
-
-
-def _options_class(name: Any, path: str) -> type[SensorOptions]:
-    by_name = {cls.__name__: cls for cls in SENSOR_REGISTRY}
-    by_name.update({sensor.__name__: opts for opts, sensor in SENSOR_REGISTRY.items()})
-    if not isinstance(name, str) or name not in by_name:
-        known = sorted(cls.__name__ for cls in SENSOR_REGISTRY)
-        close = difflib.get_close_matches(str(name), known, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise _err(path, name, "unknown sensor options type", f"{hint}use one of {known}")
-    return by_name[name]
-
-
-def _value(raw: Any, path: str) -> Any:
-    """A plain value, or a distribution written as {dist = ..., ...}; recursively for lists."""
-    if isinstance(raw, Mapping):
-        if "dist" not in raw:
-            raise _err(
-                path,
-                raw,
-                "a table here must describe a distribution",
-                'write {dist = "Uniform", low = 0.0, high = 0.1}',
-            )
-        kind = raw["dist"]
-        if kind not in DISTRIBUTIONS:
-            raise _err(f"{path}.dist", kind, "unknown distribution", f"use one of {sorted(DISTRIBUTIONS)}")
-        params = {k: v for k, v in raw.items() if k != "dist"}
-        try:
-            return DISTRIBUTIONS[kind](**params)
-        except TypeError as e:
-            raise _err(
-                path,
-                raw,
-                f"bad parameters for {kind} ({e})",
-                "Uniform/LogUniform take low, high; Normal mean, std[, low, high]; Choice values",
-            ) from None
-        except ValueError as e:
-            raise ConfigError(_clean(f"config {path}: {e}")) from None
-    if isinstance(raw, list):
-        return [_value(v, f"{path}[{i}]") for i, v in enumerate(raw)]
-    return raw
-
-
-def _sensor(name: str, raw: Any, path: str) -> SensorOptions:
-    if not isinstance(raw, Mapping):
-        raise _err(path, raw, "expected a table", f'write [sensors.{name}] with type = "StateSensorOptions"')
-    if "type" not in raw:
-        raise _err(path, dict(raw), "missing the sensor type", 'add type = "StateSensorOptions" (or another)')
-    cls = _options_class(raw["type"], f"{path}.type")
-    fields = [f.name for f in dataclasses.fields(cls)]
-    kwargs = {}
-    for key, value in raw.items():
-        if key == "type":
-            continue
-        if key not in fields:
-            raise _unknown(path, key, ["type", *fields])
-        kwargs[key] = _value(value, f"{path}.{key}")
-    try:
-        return cls(**kwargs)
-    except TypeError as e:
-        missing = re.search(r"missing \d+ required .*?arguments?: (.*)$", str(e))
-        if missing:
-            names = re.findall(r"'(\w+)'", missing.group(1))
-            keys = " and ".join(f"{n} = <value>" for n in names)
-            raise ConfigError(
-                f"config {path}: missing {', '.join(names)} (required by {cls.__name__}). "
-                f"Fix: add {keys} to [{path}]."
-            ) from None
-        if "Fix:" in str(e):  # the options' own message already names the option, the value and the fix
-            raise ConfigError(_clean(f"config {path}: {e}")) from None
-        raise ConfigError(
-            _clean(f"config {path}: {str(e).rstrip('.')}. Fix: check the options of {cls.__name__}.")
-        ) from None
-    except ValueError as e:
-        raise ConfigError(_clean(f"config {path}: {e}")) from None
-
-
-def _typed(table: dict, path: str, key: str, kind: type | tuple, default: Any) -> Any:
-    value = table.get(key, default)
-    if kind is int and isinstance(value, bool):
-        raise _err(f"{path}.{key}", value, "expected an integer", f"write {key} = 1")
-    if not isinstance(value, kind):
-        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise _err(f"{path}.{key}", value, f"expected {name}", f"write {key} = <{name}>")
-    return value
-
-
-def _names(value: Any, path: str, sensors: Mapping) -> list[str] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _err(
-            path, value, "expected a list of sensor names", f'write {path.split(".")[-1]} = ["a", "b"]'
-        )
-    unknown = [v for v in value if v not in sensors]
-    if unknown:
-        raise _err(
-            path, value, f"unknown sensors {unknown}", f"use names from [sensors.*]: {sorted(sensors)}"
-        )
-    return list(value)
-
 
 def parse_config(raw: Mapping[str, Any]) -> Config:
     """Validate a config mapping (e.g. parsed TOML/YAML) into a :class:`Config`."""
     cfg = _parse(raw)
     for cell in cfg.sweep.cells():  # every sweep cell must give a valid config
         if not isinstance(cell, Mapping):
-            raise _err(
+            raise config_error(
                 "sweep.list",
                 cell,
                 "each entry must be a table of overrides",
@@ -304,126 +100,25 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
 
 
 def _parse(raw: Mapping[str, Any]) -> Config:
-    top = _table(raw, "<root>", ["env", "sensors", "policy", "critic", "algorithm", "latency", "sweep"])
+    """The config's tables, each validated in this order (the first mistake is the one reported)."""
+    top = read_table(raw, "<root>", ["env", "sensors", "policy", "critic", "algorithm", "latency", "sweep"])
     sensors_raw = top.get("sensors")
     if not isinstance(sensors_raw, Mapping) or not sensors_raw:
-        raise _err(
+        raise config_error(
             "sensors",
             sensors_raw,
             "at least one sensor is needed",
             'add [sensors.angle] with type = "StateSensorOptions" and key = "obs"',
         )
-    sensors = {name: _sensor(name, value, f"sensors.{name}") for name, value in sensors_raw.items()}
-
-    e = _table(top.get("env"), "env", ["id", "n_envs", "vectorization", "kwargs", "dt"])
-    env = EnvConfig(
-        id=_typed(e, "env", "id", str, "Pendulum-v1"),
-        n_envs=_typed(e, "env", "n_envs", int, 4),
-        vectorization=_typed(e, "env", "vectorization", str, "sync"),
-        kwargs=dict(_typed(e, "env", "kwargs", dict, {})),
-        dt=e.get("dt"),
-    )
-    if env.dt is not None and (
-        isinstance(env.dt, bool) or not isinstance(env.dt, (int, float)) or env.dt <= 0
-    ):
-        raise _err("env.dt", env.dt, "must be a number of seconds > 0", "write e.g. dt = 0.02")
-    if env.n_envs < 1:
-        raise _err("env.n_envs", env.n_envs, "must be >= 1", "write n_envs = 4")
-    if env.vectorization not in ("sync", "async"):
-        raise _err("env.vectorization", env.vectorization, "must be sync or async", 'write "sync"')
-
-    p = _table(top.get("policy"), "policy", ["sensors", "age"])
-    policy = _names(p.get("sensors"), "policy.sensors", sensors)
-    policy_age = _names(p.get("age"), "policy.age", sensors) or []
-
-    c = _table(top.get("critic"), "critic", ["type", "sensors", "env_obs", "randomization", "age"])
-    critic_age = _names(c.get("age"), "critic.age", sensors) or []
-    critic = CriticConfig(
-        type=_typed(c, "critic", "type", str, "asymmetric"),
-        sensors=_names(c.get("sensors"), "critic.sensors", sensors),
-        env_obs=_typed(c, "critic", "env_obs", bool, True),
-        randomization=_typed(c, "critic", "randomization", bool, False),
-    )
-    if critic.type not in ("symmetric", "asymmetric"):
-        raise _err("critic.type", critic.type, "must be symmetric or asymmetric", 'write type = "asymmetric"')
-    if critic.sensors == [] and not critic.env_obs:
-        raise _err(
-            "critic.sensors", [], "with env_obs = false the critic would read nothing",
-            "list at least one sensor, or set env_obs = true",
-        )  # fmt: skip
-
-    a = _table(
-        top.get("algorithm"),
-        "algorithm",
-        ["name", "timesteps", "seed", "eval_episodes", "eval_every", "normalize", "kwargs"],
-    )
-    algorithm = AlgorithmConfig(
-        name=_typed(a, "algorithm", "name", str, "PPO"),
-        timesteps=_typed(a, "algorithm", "timesteps", int, 100_000),
-        seed=_typed(a, "algorithm", "seed", int, 0),
-        eval_episodes=_typed(a, "algorithm", "eval_episodes", int, 10),
-        eval_every=_typed(a, "algorithm", "eval_every", int, 0),
-        normalize=_typed(a, "algorithm", "normalize", bool, True),
-        kwargs=dict(_typed(a, "algorithm", "kwargs", dict, {})),
-    )
-    if algorithm.name != "PPO":
-        raise _err(
-            "algorithm.name", algorithm.name, "only PPO (Stable-Baselines3) is supported", 'write "PPO"'
-        )
-    if algorithm.timesteps < 1:
-        raise _err(
-            "algorithm.timesteps", algorithm.timesteps, "must be >= 1 (env steps to train)", "write 100000"
-        )
-    if algorithm.eval_episodes < 1:
-        raise _err(
-            "algorithm.eval_episodes", algorithm.eval_episodes, "must be >= 1 (episodes to score)", "write 20"
-        )
-    if algorithm.eval_every < 0:
-        raise _err(
-            "algorithm.eval_every",
-            algorithm.eval_every,
-            "must be >= 0 (0: no learning curve)",
-            "write 0 or e.g. 20000",
-        )
-
+    sensors = {name: parse_sensor(name, value, f"sensors.{name}") for name, value in sensors_raw.items()}
+    env = _env(top.get("env"))
+    p = read_table(top.get("policy"), "policy", ["sensors", "age"])
+    policy = sensor_names(p.get("sensors"), "policy.sensors", sensors)
+    policy_age = sensor_names(p.get("age"), "policy.age", sensors) or []
+    critic, critic_age = _critic(top.get("critic"), sensors)
+    algorithm = _algorithm(top.get("algorithm"))
     latency = _latency(top.get("latency"), sensors)
-
-    s = _table(top.get("sweep"), "sweep", ["seeds", "critic", "grid", "list"])
-    sweep = SweepConfig(
-        seeds=list(_typed(s, "sweep", "seeds", list, [algorithm.seed])),
-        critic=list(_typed(s, "sweep", "critic", list, ["symmetric", "asymmetric"])),
-        grid=dict(_typed(s, "sweep", "grid", dict, {})),
-        list=list(_typed(s, "sweep", "list", list, [])),
-    )
-    for k in sweep.critic:
-        if k not in ("symmetric", "asymmetric"):
-            raise _err(
-                "sweep.critic",
-                sweep.critic,
-                f"unknown critic type {k!r}",
-                'use "symmetric" and/or "asymmetric"',
-            )
-    if not all(isinstance(x, int) and not isinstance(x, bool) for x in sweep.seeds) or not sweep.seeds:
-        raise _err(
-            "sweep.seeds", sweep.seeds, "expected a non-empty list of integers", "write seeds = [0, 1, 2]"
-        )
-    if sweep.grid and sweep.list:
-        raise _err("sweep", s, "give either grid or list, not both", "remove one of them")
-    for name, values in (("seeds", sweep.seeds), ("critic", sweep.critic)):
-        if len(set(values)) != len(values):  # each run would be trained and counted twice
-            raise _err(f"sweep.{name}", values, "has repeated values", "list each value once")
-    for key, values in sweep.grid.items():
-        if not isinstance(values, list) or not values:
-            raise _err(
-                f"sweep.grid.{key}", values, "expected a non-empty list of values", f'write "{key}" = [..]'
-            )
-        if len({repr(v) for v in values}) != len(values):
-            raise _err(f"sweep.grid.{key}", values, "has repeated values", "list each level once")
-    own_axes = {"critic.type": "sweep.critic", "algorithm.seed": "sweep.seeds"}
-    for key in [*sweep.grid, *(k for cell in sweep.list if isinstance(cell, Mapping) for k in cell)]:
-        if key in own_axes:  # every run takes these from the sweep's own axes: a level would change nothing
-            where = f"sweep.grid.{key}" if key in sweep.grid else "sweep.list"
-            raise _err(where, key, "is set by the sweep itself for every run", f"use {own_axes[key]} = [...]")
+    sweep = _sweep(top.get("sweep"), algorithm.seed)
     return Config(
         sensors=sensors,
         env=env,
@@ -438,27 +133,153 @@ def _parse(raw: Mapping[str, Any]) -> Config:
     )
 
 
+def _env(raw: Any) -> EnvConfig:
+    """The ``[env]`` table."""
+    e = read_table(raw, "env", ["id", "n_envs", "vectorization", "kwargs", "dt"])
+    env = EnvConfig(
+        id=typed_key(e, "env", "id", str, "Pendulum-v1"),
+        n_envs=typed_key(e, "env", "n_envs", int, 4),
+        vectorization=typed_key(e, "env", "vectorization", str, "sync"),
+        kwargs=dict(typed_key(e, "env", "kwargs", dict, {})),
+        dt=e.get("dt"),
+    )
+    if env.dt is not None and (
+        isinstance(env.dt, bool) or not isinstance(env.dt, (int, float)) or env.dt <= 0
+    ):
+        raise config_error("env.dt", env.dt, "must be a number of seconds > 0", "write e.g. dt = 0.02")
+    if env.n_envs < 1:
+        raise config_error("env.n_envs", env.n_envs, "must be >= 1", "write n_envs = 4")
+    if env.vectorization not in ("sync", "async"):
+        raise config_error("env.vectorization", env.vectorization, "must be sync or async", 'write "sync"')
+    return env
+
+
+def _critic(raw: Any, sensors: Mapping) -> tuple[CriticConfig, list[str]]:
+    """The ``[critic]`` table: the critic and the sensors whose age it reads."""
+    c = read_table(raw, "critic", ["type", "sensors", "env_obs", "randomization", "age"])
+    critic_age = sensor_names(c.get("age"), "critic.age", sensors) or []
+    critic = CriticConfig(
+        type=typed_key(c, "critic", "type", str, "asymmetric"),
+        sensors=sensor_names(c.get("sensors"), "critic.sensors", sensors),
+        env_obs=typed_key(c, "critic", "env_obs", bool, True),
+        randomization=typed_key(c, "critic", "randomization", bool, False),
+    )
+    if critic.type not in ("symmetric", "asymmetric"):
+        raise config_error(
+            "critic.type", critic.type, "must be symmetric or asymmetric", 'write type = "asymmetric"'
+        )
+    if critic.sensors == [] and not critic.env_obs:
+        raise config_error(
+            "critic.sensors", [], "with env_obs = false the critic would read nothing",
+            "list at least one sensor, or set env_obs = true",
+        )  # fmt: skip
+    return critic, critic_age
+
+
+def _algorithm(raw: Any) -> AlgorithmConfig:
+    """The ``[algorithm]`` table."""
+    a = read_table(
+        raw,
+        "algorithm",
+        ["name", "timesteps", "seed", "eval_episodes", "eval_every", "normalize", "kwargs"],
+    )
+    algorithm = AlgorithmConfig(
+        name=typed_key(a, "algorithm", "name", str, "PPO"),
+        timesteps=typed_key(a, "algorithm", "timesteps", int, 100_000),
+        seed=typed_key(a, "algorithm", "seed", int, 0),
+        eval_episodes=typed_key(a, "algorithm", "eval_episodes", int, 10),
+        eval_every=typed_key(a, "algorithm", "eval_every", int, 0),
+        normalize=typed_key(a, "algorithm", "normalize", bool, True),
+        kwargs=dict(typed_key(a, "algorithm", "kwargs", dict, {})),
+    )
+    if algorithm.name != "PPO":
+        raise config_error(
+            "algorithm.name", algorithm.name, "only PPO (Stable-Baselines3) is supported", 'write "PPO"'
+        )
+    if algorithm.timesteps < 1:
+        raise config_error(
+            "algorithm.timesteps", algorithm.timesteps, "must be >= 1 (env steps to train)", "write 100000"
+        )
+    if algorithm.eval_episodes < 1:
+        raise config_error(
+            "algorithm.eval_episodes", algorithm.eval_episodes, "must be >= 1 (episodes to score)", "write 20"
+        )
+    if algorithm.eval_every < 0:
+        raise config_error(
+            "algorithm.eval_every",
+            algorithm.eval_every,
+            "must be >= 0 (0: no learning curve)",
+            "write 0 or e.g. 20000",
+        )
+    return algorithm
+
+
+def _sweep(raw: Any, seed: int) -> SweepConfig:
+    """The ``[sweep]`` table (its seeds default to the algorithm's ``seed``)."""
+    s = read_table(raw, "sweep", ["seeds", "critic", "grid", "list"])
+    sweep = SweepConfig(
+        seeds=list(typed_key(s, "sweep", "seeds", list, [seed])),
+        critic=list(typed_key(s, "sweep", "critic", list, ["symmetric", "asymmetric"])),
+        grid=dict(typed_key(s, "sweep", "grid", dict, {})),
+        list=list(typed_key(s, "sweep", "list", list, [])),
+    )
+    for k in sweep.critic:
+        if k not in ("symmetric", "asymmetric"):
+            raise config_error(
+                "sweep.critic",
+                sweep.critic,
+                f"unknown critic type {k!r}",
+                'use "symmetric" and/or "asymmetric"',
+            )
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in sweep.seeds) or not sweep.seeds:
+        raise config_error(
+            "sweep.seeds", sweep.seeds, "expected a non-empty list of integers", "write seeds = [0, 1, 2]"
+        )
+    if sweep.grid and sweep.list:
+        raise config_error("sweep", s, "give either grid or list, not both", "remove one of them")
+    for name, values in (("seeds", sweep.seeds), ("critic", sweep.critic)):
+        if len(set(values)) != len(values):  # each run would be trained and counted twice
+            raise config_error(f"sweep.{name}", values, "has repeated values", "list each value once")
+    for key, values in sweep.grid.items():
+        if not isinstance(values, list) or not values:
+            raise config_error(
+                f"sweep.grid.{key}", values, "expected a non-empty list of values", f'write "{key}" = [..]'
+            )
+        if len({repr(v) for v in values}) != len(values):
+            raise config_error(f"sweep.grid.{key}", values, "has repeated values", "list each level once")
+    own_axes = {"critic.type": "sweep.critic", "algorithm.seed": "sweep.seeds"}
+    for key in [*sweep.grid, *(k for cell in sweep.list if isinstance(cell, Mapping) for k in cell)]:
+        if key in own_axes:  # every run takes these from the sweep's own axes: a level would change nothing
+            where = f"sweep.grid.{key}" if key in sweep.grid else "sweep.list"
+            raise config_error(
+                where, key, "is set by the sweep itself for every run", f"use {own_axes[key]} = [...]"
+            )
+    return sweep
+
+
 def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:
     """The ``[latency]`` table (``None`` when absent): delay and jitter checked like ActionLatency does."""
     if raw is None:
         return None
     keys = ["delay", "jitter", "initial_action", "critic_in_flight", "critic_latency"]
-    t = _table(raw, "latency", keys)
+    t = read_table(raw, "latency", keys)
     from ..core.options import bounds_of
     from ..wrappers.latency import IN_FLIGHT_KEY, LATENCY_KEY, _check_time
 
     times = {}
     for key in ("delay", "jitter"):
-        value = _value(t.get(key, 0.0), f"latency.{key}")
+        value = parse_value(t.get(key, 0.0), f"latency.{key}")
         if isinstance(value, (bool, list)):
-            raise _err(f"latency.{key}", value, "expected seconds or a distribution", f"write {key} = 0.02")
+            raise config_error(
+                f"latency.{key}", value, "expected seconds or a distribution", f"write {key} = 0.02"
+            )
         try:
             times[key] = _check_time(key, value)
         except (TypeError, ValueError) as e:
-            raise ConfigError(_clean(f"config latency.{key}: {e}")) from None
+            raise ConfigError(clean_message(f"config latency.{key}: {e}")) from None
     d_hi, j_hi = bounds_of(times["delay"])[1], bounds_of(times["jitter"])[1]
     if j_hi > d_hi + 1e-12:
-        raise _err(
+        raise config_error(
             "latency.jitter",
             t.get("jitter"),
             "jitter is extra delay on top of delay and must satisfy 0 <= jitter <= delay "
@@ -470,7 +291,7 @@ def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in initial
     )
     if initial not in ("zero", "first") and not numbers:
-        raise _err(
+        raise config_error(
             "latency.initial_action",
             initial,
             'expected "zero", "first" or a list of numbers (one action)',
@@ -478,7 +299,7 @@ def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:
         )
     taken = [k for k in (IN_FLIGHT_KEY, LATENCY_KEY) if k in sensors]
     if taken:
-        raise _err(
+        raise config_error(
             f"sensors.{taken[0]}",
             taken[0],
             "this name is reserved for the critic input [latency] adds",
@@ -488,8 +309,8 @@ def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:
         delay=times["delay"],
         jitter=times["jitter"],
         initial_action=initial,
-        critic_in_flight=_typed(t, "latency", "critic_in_flight", bool, True),
-        critic_latency=_typed(t, "latency", "critic_latency", bool, False),
+        critic_in_flight=typed_key(t, "latency", "critic_in_flight", bool, True),
+        critic_latency=typed_key(t, "latency", "critic_latency", bool, False),
     )
 
 
@@ -547,7 +368,7 @@ def load_config(path: str | Path) -> Config:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(
-                f"{path}: cannot be parsed (TOML): {_clean(e)}. Fix: correct the TOML syntax there."
+                f"{path}: cannot be parsed (TOML): {clean_message(e)}. Fix: correct the TOML syntax there."
             ) from None
     elif path.suffix in (".yaml", ".yml"):
         try:
@@ -561,7 +382,7 @@ def load_config(path: str | Path) -> Config:
             raw = yaml.safe_load(text)
         except yaml.YAMLError as e:  # syntax errors and tags such as !!python/object (safe_load refuses them)
             raise ConfigError(
-                f"{path}: cannot be parsed (YAML): {_clean(_yaml_problem(e))}. "
+                f"{path}: cannot be parsed (YAML): {clean_message(_yaml_problem(e))}. "
                 "Fix: correct the YAML there (plain values only: no !! tags)."
             ) from None
     elif path.suffix == ".json":
@@ -569,7 +390,7 @@ def load_config(path: str | Path) -> Config:
             raw = json.loads(text)
         except ValueError as e:
             raise ConfigError(
-                f"{path}: cannot be parsed (JSON): {_clean(e)}. Fix: correct the JSON syntax there."
+                f"{path}: cannot be parsed (JSON): {clean_message(e)}. Fix: correct the JSON syntax there."
             ) from None
     else:
         raise ConfigError(f"config file {str(path)!r}: unknown format. Fix: use .toml, .yaml or .json.")
@@ -581,7 +402,7 @@ def load_config(path: str | Path) -> Config:
     try:
         return parse_config(raw or {})
     except ConfigError as e:
-        raise ConfigError(f"{path}: {_clean(e)}") from None
+        raise ConfigError(f"{path}: {clean_message(e)}") from None
 
 
 def check_env_ids(cfg: Config, source: str) -> None:
@@ -612,7 +433,7 @@ def check_env_ids(cfg: Config, source: str) -> None:
                 __import__(module)
             except ImportError as e:
                 raise ConfigError(
-                    f"{source}: config {key} = {env_id!r}: cannot import {module!r} ({_clean(e)}). "
+                    f"{source}: config {key} = {env_id!r}: cannot import {module!r} ({clean_message(e)}). "
                     f"Fix: install the package that provides {module!r}, or correct the id."
                 ) from None
             env_id = env_id.split(":", 1)[1]
@@ -623,7 +444,7 @@ def check_env_ids(cfg: Config, source: str) -> None:
             hint = f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
             raise ConfigError(
                 f"{source}: config {key} = {env_id!r}: no such Gymnasium environment "
-                f"({_clean(e).split('. ')[0].rstrip('.')}). Fix: use a registered id{hint} "
+                f"({clean_message(e).split('. ')[0].rstrip('.')}). Fix: use a registered id{hint} "
                 '(python -c "import gymnasium; gymnasium.pprint_registry()" lists them).'
             ) from None
         if spec.entry_point is None:  # only a vector entry point: a natively batched env

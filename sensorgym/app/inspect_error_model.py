@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .inspect_drift import drift_terms, within_block_variance
+from .inspect_filter import filter_rows
 from .inspect_fits import filter_decay, regress_filter
 from .inspect_options import as_number as _number
 from .inspect_options import option_component as _component
@@ -252,7 +253,7 @@ def error_model_rows(
         wander = 0.0  # the drift's wander the blocks keep, per degree of freedom
         if slow is not None and members is not None and at is not None:
             wander = within_block_variance(members, at, slow) / max(fit.get("dof", 1), 1)
-        _filter_rows(rows, notes, conf, fit, m, ts, z, q=q or 0.0, drift=wander)
+        filter_rows(rows, notes, conf, fit, m, ts, z, q=q or 0.0, drift=wander)
     if "scale_factor" in conf:
         rows["scale factor"] = _scale_row(conf["scale_factor"], est.get("scale") or {}, z)
     if "dropout_burst" in conf and skips_samples(options):
@@ -279,163 +280,6 @@ def error_model_rows(
             + " out of them; their ± include the fit's own error"
         )
     return rows, notes
-
-
-def _filter_rows(
-    rows: dict[str, tuple[str, str, str]],
-    notes: list[str],
-    conf: dict[str, Any],
-    fit: dict[str, Any],
-    m: float,
-    ts: float,
-    z: float,
-    q: float = 0.0,
-    drift: float = 0.0,
-) -> None:
-    """The bandwidth and noise-density rows from the consecutive samples' regression. With a quantization
-    step ``q`` the residual ``u_k - c v_k`` also carries the rounding errors ``e_k - c e_{k-1}``, of variance
-    ``q^2 / 12 (1 + c^2)`` where the signal moves across steps of the grid between samples (the rounding
-    errors are then uniform and independent): it is taken out of the scatter before the density; where
-    the scatter is not above it by the threshold's standard errors, the density is bounded only. ``drift``:
-    the variance per degree of freedom that the configured random walk and Gauss-Markov bias leave in the
-    scatter (``(1 - c)^2`` of their wander within the regression's blocks), taken out the same way."""
-    c, c_se, s = fit["slope"], fit["slope_se"], fit["spread"]
-    filtered = "bandwidth" in conf
-    identified = math.isfinite(c) and math.isfinite(c_se) and c - z * c_se > 0.0
-    want_bw = _number(conf.get("bandwidth"))
-    agrees = False  # the trace agrees with the configured filter (or cannot tell it from none)
-    if filtered:
-        rows["bandwidth"] = _bandwidth_row(conf["bandwidth"], c, c_se, m, ts, z)
-        agrees = want_bw is not None and rows["bandwidth"][2] in ("ok", "not identifiable from this trace")
-
-    dof = max(fit.get("dof", fit["pairs"] - 2), 1)  # fewer with an intercept per block (a drift)
-    # the rounding's share of the scatter, and what is left of it for the noise
-    rounding = q * q / 12.0 * (1.0 + min(max(c, 0.0), 1.0) ** 2) if q and math.isfinite(c) else 0.0
-    rounding += drift * (1.0 - min(max(c, 0.0), 1.0)) ** 2 if math.isfinite(c) else 0.0
-    left, left_se = s * s - rounding, s * s * math.sqrt(2.0 / dof)
-    hidden = bool(rounding) and left - z * left_se <= 0.0
-    s = math.sqrt(max(left, 0.0)) if rounding and not hidden else s
-
-    def density_at(slope: float | None, spread: float | None = None) -> float:
-        # std(eps) = sigma (1 - a) sqrt((1 - a^2m) / (1 - a^2)); sigma = N / sqrt(T_s)
-        spread = s if spread is None else spread
-        if not filtered:
-            a = 0.0
-        elif slope is None:  # the configured filter
-            a = math.exp(-2.0 * math.pi * want_bw * ts)
-        else:
-            a = min(max(slope, 1e-12), 0.999) ** (1.0 / m)
-        return spread / ((1 - a) * math.sqrt((1 - a ** (2 * m)) / (1 - a * a))) * math.sqrt(ts)
-
-    if "noise_density" in conf:
-        want = _number(conf["noise_density"])
-        if filtered and not agrees and not identified:
-            why = "the bandwidth is drawn per episode" if want_bw is None else "the bandwidth differs"
-            rows["noise density"] = (_text(conf["noise_density"]), "n/a", f"not identifiable ({why})")
-        elif hidden:  # the scatter is the rounding's: only an upper bound
-            slope = None if (filtered and agrees) else c
-            bound = density_at(slope, math.sqrt(max(left + z * left_se, 0.0)))
-            if want is None:
-                verdict = "this episode's value"
-            elif want <= bound:
-                what = f"the quantization step {_g(q)}" if q else "the drift"
-                verdict = f"not identifiable ({what} hides it)"
-            else:
-                verdict = f"differs (expected {_g(want)}: the scatter is below it)"
-            rows["noise density"] = (_text(conf["noise_density"]), f"< {_g(bound)}", verdict)
-            rounded = f"rounding to steps of {_g(q)} (q/√12 = {_g(q / math.sqrt(12.0))} per sample)"
-            notes.append(
-                f"the regression's scatter {_g(fit['spread'])} is what "
-                + (rounded if q else "")
-                + (" and " if q and drift else "")
-                + ("the drift's wander within the regression's blocks" if drift else "")
-                + f" leaves: the noise under it shows only as the bound < {_g(bound)}"
-            )
-        else:
-            # through the configured filter where the trace agrees with it (a^m near 0 is a poor divisor:
-            # the fitted one turned a 3-standard-error a^m into a 4.6-standard-error density), else through
-            # the fitted one, whose own error comes with it (the density at a^m one standard error away)
-            slope = None if (filtered and agrees) else c
-            density = density_at(slope) if (slope is None or math.isfinite(slope)) else float("nan")
-            from_a = (
-                abs(density_at(c + c_se) - density_at(c - c_se)) / 2
-                if filtered and slope is not None
-                else 0.0
-            )
-            # the scatter's own error: 1/sqrt(2 dof) of it, more where the rounding's share came out of it
-            relative = left_se / (2.0 * left) if rounding else 1.0 / math.sqrt(2.0 * dof)
-            density_se = math.hypot(density * relative, from_a)
-            got = f"{_g(density)} ± {_g(density_se)}"
-            if want is None:
-                rows["noise density"] = ("randomized", got, "this episode's value")
-            else:
-                ok = abs(density - want) <= max(z * density_se, 0.1 * want)
-                rows["noise density"] = (_g(want), got, "ok" if ok else f"differs (expected {_g(want)})")
-            if filtered and slope is None:
-                notes.append(
-                    "the noise density is the regression's scatter through the configured "
-                    f"{_g(want_bw)} Hz filter ("
-                    + ("the trace agrees with it)" if identified else "the trace cannot identify it)")
-                )
-    m_text = _g(m) if m != int(m) else str(int(m))
-    notes.append(
-        f"noise density and bandwidth from {fit['pairs']} pairs of consecutive samples {m_text} own "
-        f"sample{'s' * (m != 1)} apart (T_s = {_g(ts)} s): each residual against the ground truth "
-        "regressed on the previous one gives the filter's a^m, its scatter the noise"
-        + ("; quantization, drift and jitter add to the scatter" if filtered else "")
-    )
-    if filtered and math.isfinite(c) and math.isfinite(c_se) and not identified:
-        top = -math.log(min(z * c_se, 1.0 - 1e-12)) / (2.0 * math.pi * m * ts) if c_se > 0 else float("inf")
-        notes.append(
-            f"a^m = {_g(c)} ± {_g(c_se)} includes 0 (at {z:.2f} standard errors): a filter read {m_text} own "
-            f"samples apart shows in this trace only up to about {_g(top)} Hz, and any bandwidth above the "
-            "estimate's bound fits it; more steps (--steps) or a slower read narrow it"
-        )
-
-
-def _bandwidth_row(value: Any, c: float, c_se: float, m: float, ts: float, z: float) -> tuple[str, str, str]:
-    """The bandwidth row. The verdict compares the regression's ``a^m`` with the configured filter's,
-    within ``z`` of its standard errors (or 10% of the bandwidth): that is where the fit is normal, while
-    the bandwidth ``-ln(a^m) / (2 pi m T_s)`` is not. Where the interval of ``a^m`` includes 0 the trace
-    cannot tell a fast filter from none: the estimate is the interval's bound (``> f Hz``) and the verdict
-    "not identifiable from this trace", unless the configured filter is slower than that bound."""
-    want = _number(value)
-    conf = _g(want) + " Hz" if want is not None else "randomized"
-    if not (math.isfinite(c) and math.isfinite(c_se)):
-        return conf, "n/a", "too few consecutive samples"
-    scale = 2.0 * math.pi * m * ts
-
-    def bandwidth(slope: float) -> float:
-        return -math.log(slope) / scale if slope < 1.0 else 0.0
-
-    low, high = c - z * c_se, c + z * c_se
-    expected = math.exp(-want * scale) if want is not None else None
-    if low <= 0.0:  # a fast filter or none: only a lower bound on the bandwidth
-        if high >= 1.0:
-            return conf, "any", "not identifiable from this trace"
-        bound = bandwidth(high)
-        text = f"> {_g(bound)} Hz"
-        if want is None:
-            return conf, text, "this episode's value"
-        if expected > high:
-            return (
-                conf,
-                text,
-                f"differs (expected {_g(want)} Hz: the trace's filter is faster than {_g(bound)} Hz)",
-            )
-        return conf, text, "not identifiable from this trace"
-    if low >= 1.0:
-        return conf, "a^m >= 1", "differs: the residual drifts (no stationary filter)"
-    got = bandwidth(c)
-    up, down = bandwidth(c - c_se) - got, got - bandwidth(min(c + c_se, 1.0))  # one standard error of a^m
-    if abs(up - down) <= 0.25 * max(up, down):
-        text = f"{_g(got)} ± {_g((up + down) / 2)} Hz"
-    else:
-        text = f"{_g(got)} +{_g(up)}/-{_g(down)} Hz"
-    if want is None:
-        return conf, text, "this episode's value"
-    ok = abs(c - expected) <= z * c_se or abs(got - want) <= 0.1 * want
-    return conf, text, "ok" if ok else f"differs (expected {_g(want)} Hz)"
 
 
 def _scale_row(value: Any, fit: dict[str, Any], z: float) -> tuple[str, str, str]:

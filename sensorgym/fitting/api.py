@@ -25,19 +25,18 @@ from typing import Any
 
 import numpy as np
 
-from .allan import allan_deviation, fit_m, octave_m
+from .allan import octave_m
 from .channels import Channel
 from .config_out import PER_SENSOR, fitted_tables, merge_into, read_config, to_toml
 from .delay import DelayEstimate, estimate_delay
+from .diagnose import explain, spectral_excess, unexplained_line
 from .errors import FitError
-from .estimate import fit_allan
-from .lattice import lattice_step
-from .model import Gaps
 from .readers import read_channels
 from .result import ChannelFit, ClosedLoop, FitResult
-from .simulate import SimSensor, simulate
+from .simulate import SimResult, SimSensor, simulate
 from .static import find_static_window, long_gaps, without_gaps
-from .timing import Timing, analyse_timing, slot_steps
+from .timing import Timing, analyse_timing
+from .window import fit_window, gap_finding, settle
 
 __all__ = ["ChannelFit", "ClosedLoop", "FitResult", "default_name", "fit"]
 
@@ -74,6 +73,8 @@ def _parse_static(static: str | tuple[float, float] | None) -> tuple[float, floa
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 _STATIC_DISPERSION = 3.0  # a window's Allan variance this far off the model is not demonstrably at rest
+_MOTION_SHARE = 0.25  # a narrow-band component this much of the variance may be a motion
+_EXPLAINED = 0.9  # a channel whose closed loop is inside the band at fewer tau gets a line on why
 
 
 def _names(channels: Sequence[str], names: Sequence[str] | None) -> list[str]:
@@ -161,7 +162,7 @@ def _fit_channel(
     start, end, log_gaps = without_gaps(ch.times, start, end)
     if window is None:
         log_gaps = long_gaps(ch.times)
-    findings = [_gap_finding(ch, window, log_gaps, start - t0, end - t0)] if log_gaps else []
+    findings = [gap_finding(ch.name, window, log_gaps, start - t0, end - t0, t0)] if log_gaps else []
     inside = (ch.times >= start) & (ch.times <= end)
     values = ch.values[inside]
     if len(values) < _MIN_STATIC:
@@ -178,44 +179,25 @@ def _fit_channel(
             "or record the sensor still for longer",
         )
     ts = timing.sample_interval
-    gaps = Gaps.from_steps(slot_steps(ch.times[inside], ts))  # jittered stamps are not gaps
-    # m counts received samples: tau is m mean intervals (m T_s without losses)
-    allan = allan_deviation(values, ts * gaps.mean, fit_m(len(values), len(values) // 10))
-    step, step_se = lattice_step(values)
-    noise = fit_allan(allan, ts, resolution=step or 0.0, gaps=gaps)
+    times = ch.times[inside]
+    # a bias still settling at the window's start is a warm-up, not a random walk: left out or removed
+    fitted, trend, line = settle(ch.name, times, values, ts, fit_window(times, values, ts), t0)
+    findings += [line] if line else []
     return ChannelFit(
         ch,
         name,
         component,
         timing,
-        (float(start - t0), float(end - t0)),
+        (float(fitted.times[0] - t0), float(end - t0)),
         window is not None,
-        float(values.mean()),
-        allan,
-        (step, step_se),
-        noise,
+        float(fitted.values.mean()),
+        fitted.allan,
+        fitted.resolution,
+        fitted.noise,
         findings=findings,
         gaps=log_gaps,
-    )
-
-
-def _gap_finding(
-    ch: Channel, window: tuple[float, float] | None, gaps: list[tuple[float, float]], start: float, end: float
-) -> str:
-    """One line on the logging gaps: those inside the window asked for, or the log's around the one
-    found."""
-    t0 = ch.times[0]
-    g = max(gaps, key=lambda g: g[1] - g[0])
-    what = f"{g[1] - g[0]:.3g} s at {g[0] - t0:.4g} s"
-    what = f"a logging gap of {what}" if len(gaps) == 1 else f"{len(gaps)} logging gaps (the longest {what})"
-    why = "an Allan deviation must not bridge a gap"
-    part = f"{start:.4g}-{end:.4g} s"
-    if window is None:
-        return f"{ch.name}: the log has {what}; the static window found, {part}, bridges none ({why})"
-    asked = f"--static {window[0]:g}:{window[1]:g}"
-    return (
-        f"{ch.name}: {asked} holds {what}; the fit uses its longest part without one, {part} ({why}; give "
-        "--static inside one part to choose another)"
+        warmup=trend,
+        samples=(fitted.times, fitted.values),
     )
 
 
@@ -318,15 +300,106 @@ def _delay(f: ChannelFit, ref: Channel) -> DelayEstimate:
 
 def _static_warning(f: ChannelFit) -> str | None:
     """A warning when the window's Allan deviation is far off any error model (a motion, a vibration,
-    a temperature ramp): the fit of a window that is not at rest describes the motion, not the sensor."""
+    a temperature ramp): the fit of a window that is not at rest describes the motion, not the sensor;
+    where a narrow-band component of the window's spectrum is the misfit, the warning names it."""
     if f.noise.dispersion <= _STATIC_DISPERSION:
         return None
     how = "given with --static" if f.window_given else "found as the longest stretch without motion"
+    departs = (
+        f"its Allan deviation departs from the error model by {f.noise.dispersion:.3g} times its scatter"
+    )
+    c = f.spectral
+    window = f"the window {f.window[0]:.4g}-{f.window[1]:.4g} s ({how})"
+    if c is not None and c.share < _MOTION_SHARE:  # a small component, not a motion
+        what = f"{100 * c.share:.2g}% of the variance: a vibration, a resonance or an interference"
+        return (
+            f"{f.channel.name}: {window}: {departs}: it holds a narrow-band component near "
+            f"{c.frequency:.3g} Hz ({what}), which no term of the error model makes"
+        )
+    shake = f" (most of it near {c.frequency:.3g} Hz: a shake?)" if c is not None else ""
     return (
         f"{f.channel.name}: the window {f.window[0]:.4g}-{f.window[1]:.4g} s ({how}) is not demonstrably "
-        f"at rest: its Allan deviation departs from the error model by {f.noise.dispersion:.3g} times its "
-        "scatter; give a window at rest with --static START:END"
+        f"at rest: {departs}{shake}; give a window at rest with --static START:END"
     )
+
+
+def _diagnose(f: ChannelFit) -> str | None:
+    """The tau the fitted config leaves outside the log's band and why (diagnose.py), kept on the fit; a
+    warning where they are more than a tenth of the check's tau."""
+    if f.closed_loop is not None:
+        c = f.closed_loop
+        taus, log, lo, hi, model = c.taus, c.log, c.lo, c.hi, c.sim
+    else:
+        at = f.allan.select(np.isin(f.allan.m, _check_m(f)))
+        taus, log, lo, hi, model = at.taus, at.adev, at.lo, at.hi, f.noise.model_adev(at.m)
+    values, ts = f.samples[1], f.timing.sample_interval
+    f.unexplained = explain(
+        taus, log, lo, hi, model, f.spectral, values, f.noise.params, ts, f.noise.dispersion
+    )
+    inside = int(np.sum((model >= lo) & (model <= hi)))
+    if not f.unexplained or inside >= _EXPLAINED * len(taus):
+        return None
+    return unexplained_line(f.channel.name, f.unexplained, inside, len(taus))
+
+
+def _check_into(
+    into: str | Path,
+    counts: dict[str, int],
+    delay: bool,
+    check_config: Callable[[Mapping[str, Any]], None] | None,
+) -> Any:
+    """The config ``into``, refused before the work when it cannot take the options (its tables without
+    the terms the fit decides must load)."""
+    raw = read_config(into)
+    blank = merge_into(raw, {n: {} for n in counts}, counts, str(into), delay=delay)
+    if check_config is not None:
+        check_config(blank.config)
+    return raw
+
+
+def _fit_channels(
+    chans: list[Channel],
+    table_names: list[str],
+    timings: dict[str, Timing],
+    window: tuple[float, float] | None,
+) -> tuple[list[ChannelFit], dict[str, int]]:
+    """Every channel fitted in the window given or found, with the narrow-band component of its spectrum
+    beyond the model's; the number of components per name."""
+    found = find_static_window([(c.times, c.values) for c in chans]) if window is None else (0.0, 0.0)
+    components: dict[str, int] = {}
+    fits = []
+    for ch, name in zip(chans, table_names, strict=True):
+        fits.append(_fit_channel(ch, name, components.get(name, 0), timings[ch.name], window, found))
+        components[name] = components.get(name, 0) + 1
+    for f in fits:
+        interval = f.timing.sample_interval * (f.noise.gaps.mean if f.noise.gaps is not None else 1.0)
+        f.spectral = spectral_excess(f.samples[1], interval, f.noise.params, f.noise.gaps)
+    return fits, components
+
+
+def _closed_loop(
+    fits: list[ChannelFit],
+    options: dict[str, dict[str, Any]],
+    envs: int,
+    seed: int,
+    progress: Callable[[int, int], None] | None,
+) -> SimResult:
+    """Simulate the fitted options and set each channel's closed loop against its log."""
+    sim = simulate(
+        _sim_sensors(fits, options),
+        {f.channel.name: _check_m(f) for f in fits},
+        envs=envs,
+        seed=seed,
+        progress=progress,
+    )
+    for f in fits:
+        m = sim.m[f.channel.name]
+        log_at = f.allan.select(np.isin(f.allan.m, m))
+        keep = np.isin(m, log_at.m)
+        f.closed_loop = ClosedLoop(
+            log_at.taus, log_at.adev, log_at.lo, log_at.hi, sim.adev[f.channel.name][keep]
+        )
+    return sim
 
 
 def fit(
@@ -375,46 +448,22 @@ def fit(
     window = _parse_static(static)
     out_dir = _check_out(out)
     counts = {n: table_names.count(n) for n in table_names}
-    raw = None
-    if into is not None:  # a config that cannot take the options is refused before the work
-        raw = read_config(into)
-        blank = merge_into(raw, {n: {} for n in counts}, counts, str(into), delay=reference is not None)
-        if check_config is not None:
-            check_config(blank.config)
+    raw = _check_into(into, counts, reference is not None, check_config) if into is not None else None
     wanted = list(channels) + ([reference] if reference and reference not in channels else [])
     read = {c.name: c for c in read_channels(log, wanted, time=time, time_unit=time_unit)}
     chans = [read[c] for c in channels]
     warnings = list(dict.fromkeys(w for c in chans for w in c.warnings))
     timings = {c.name: analyse_timing(c.times, c.invalid_times) for c in chans}
     _check_tables(chans, table_names, timings)
-    found = find_static_window([(c.times, c.values) for c in chans]) if window is None else (0.0, 0.0)
-    components: dict[str, int] = {}
-    fits = []
-    for ch, name in zip(chans, table_names, strict=True):
-        fits.append(_fit_channel(ch, name, components.get(name, 0), timings[ch.name], window, found))
-        components[name] = components.get(name, 0) + 1
+    fits, components = _fit_channels(chans, table_names, timings, window)
     warnings += [w for f in fits for w in f.findings]
     warnings += [w for w in map(_static_warning, fits) if w]
     if reference:
         for f in fits:
             f.delay = _delay(f, read[reference])
     options = _options(fits)
-    sim = None
-    if simulate_config:
-        sim = simulate(
-            _sim_sensors(fits, options),
-            {f.channel.name: _check_m(f) for f in fits},
-            envs=envs,
-            seed=seed,
-            progress=progress,
-        )
-        for f in fits:
-            m = sim.m[f.channel.name]
-            log_at = f.allan.select(np.isin(f.allan.m, m))
-            keep = np.isin(m, log_at.m)
-            f.closed_loop = ClosedLoop(
-                log_at.taus, log_at.adev, log_at.lo, log_at.hi, sim.adev[f.channel.name][keep]
-            )
+    sim = _closed_loop(fits, options, envs, seed, progress) if simulate_config else None
+    warnings += [w for w in map(_diagnose, fits) if w]
     lines = [f.closed_loop.line(f.channel.name) for f in fits if f.closed_loop is not None]
     result = FitResult(log, fits, options, sim, lines, warnings=warnings)
     merged = None

@@ -103,7 +103,7 @@ def _noise_rows(f: ChannelFit) -> list[str]:
         e = f.noise.estimates[term]
         if e.identified:
             wide = e.se is not None and e.se > 0.5 * e.value
-            note = f"uncertain by a factor {math.exp(e.se / e.value):.2g}" if wide else ""
+            note = f"uncertain by a factor {math.exp(min(e.se / e.value, 50.0)):.2g}" if wide else ""
             out.append(_row(term, f"{fmt_value(e.value, e.se)} {unit[term]}", _tau(e.tau), note))
         else:
             bound = f" (< {e.upper:.3g} at 95%)" if e.upper else ""
@@ -143,6 +143,7 @@ def _channel_section(f: ChannelFit) -> list[str]:
         *_noise_rows(f),
         "",
         *(f"- {n}" for n in f.noise.notes),
+        *_finding_lines(f),
         f"- Fit: {_structure(f.noise.structure)}; misfit of the Allan variance about the model "
         f"φ = {f.noise.dispersion:.2f} (its chi-square per degree of freedom under the estimates' joint law, "
         "at least 1; the uncertainties above are widened by its square root).",
@@ -163,6 +164,47 @@ def _channel_section(f: ChannelFit) -> list[str]:
                 )
             )
     out.append("")
+    return out
+
+
+def _range(low: float, high: float, unit: str) -> str:
+    top = f"{high:.3g} {unit}" if math.isfinite(high) else "no upper bound from this log"
+    return f"{low:.3g} {unit} to {top}"
+
+
+def _finding_lines(f: ChannelFit) -> list[str]:
+    """The alternative the log cannot tell apart, the window's warm-up and spectrum, and what the model
+    leaves unexplained."""
+    out = []
+    alt = f.noise.alternative
+    if alt is not None:
+        unit = units(f.channel.name)
+        bounds = "; ".join(
+            f"{term} {_range(*alt.ranges[term], unit[term])}" for term in TERMS if term in alt.ranges
+        )
+        drift = (
+            "the random walk written here drifts without bound over an episode, the bias only within its "
+            "instability"
+            if alt.kind == "Gauss-Markov bias"
+            else "the bias written here stays within its instability, the walk drifts without bound"
+        )
+        out.append(
+            f"- The log cannot tell this model from a {alt.kind} alone "
+            f"(criterion {alt.score_difference:+.1f} against the one written; two standard errors): "
+            f"{bounds}. Over an episode longer than the log's longest tau {drift}."
+        )
+    if f.spectral is not None:
+        c = f.spectral
+        out.append(
+            f"- Spectrum: a narrow-band component near {c.frequency:.3g} Hz ({c.low:.3g}-{c.high:.3g} Hz, "
+            f"{100 * c.share:.2g}% of the window's variance) beyond the fitted model's: a vibration, a "
+            "resonance or an interference; the error model has no term for it."
+        )
+    for u in f.unexplained:
+        span = f"{u.taus[0]:.3g} s" if u.taus[0] == u.taus[1] else f"{u.taus[0]:.3g}-{u.taus[1]:.3g} s"
+        side = "below" if u.worst < 0 else "above"
+        gap = f"the model {100 * abs(u.worst):.0f}% {side} the log"
+        out.append(f"- Unexplained at τ {span} ({gap}): {u.cause}.")
     return out
 
 

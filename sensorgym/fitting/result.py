@@ -12,9 +12,11 @@ import numpy as np
 from .allan import Allan
 from .channels import Channel
 from .delay import DelayEstimate
+from .diagnose import Component, Unexplained
 from .estimate import NoiseFit
 from .simulate import SimResult
 from .timing import Timing
+from .warmup import Warmup
 
 __all__ = ["ChannelFit", "ClosedLoop", "FitResult"]
 
@@ -69,6 +71,14 @@ class ChannelFit:
     findings: list[str] = field(default_factory=list)
     #: logging gaps inside the window asked for or around the one found (``(before, after)``, s)
     gaps: list[tuple[float, float]] = field(default_factory=list)
+    #: a warm-up trend at the window's start, left out of the window or subtracted before the fit
+    warmup: Warmup | None = None
+    #: the samples fitted (times, values less a subtracted warm-up)
+    samples: tuple[np.ndarray, np.ndarray] | None = None
+    #: a narrow-band component of the window's spectrum beyond the model's, and the tau the fitted
+    #: config leaves outside the log's band with their causes (diagnose.py)
+    spectral: Component | None = None
+    unexplained: list[Unexplained] = field(default_factory=list)
 
     @property
     def duration(self) -> float:

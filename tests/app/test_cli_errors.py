@@ -200,12 +200,12 @@ def test_train_without_tqdm_runs_with_no_progress(monkeypatch, tmp_path, capsys)
 
 
 def test_a_module_missing_deep_inside_a_command_is_one_line(monkeypatch, capsys):
-    from sensorgym.app import cli
+    from sensorgym.app.commands import demo
 
     def broken(args: argparse.Namespace) -> int:
         raise ModuleNotFoundError("No module named 'mujoco'", name="mujoco")
 
-    monkeypatch.setattr(cli, "_demo", broken)
+    monkeypatch.setattr(demo, "run", broken)
     line = _one_line_error(capsys, ["demo"])
     assert (
         line == 'sensorgym demo: needs mujoco, which is not installed. Fix: pip install "sensorgym[mujoco]"'
@@ -213,12 +213,12 @@ def test_a_module_missing_deep_inside_a_command_is_one_line(monkeypatch, capsys)
 
 
 def test_an_internal_bug_still_shows_its_traceback(monkeypatch):
-    from sensorgym.app import cli
+    from sensorgym.app.commands import demo
 
     def broken(args: argparse.Namespace) -> int:
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(cli, "_demo", broken)
+    monkeypatch.setattr(demo, "run", broken)
     with pytest.raises(ZeroDivisionError):
         main(["demo"])
 

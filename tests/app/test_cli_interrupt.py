@@ -269,8 +269,9 @@ def test_a_stop_caught_inside_exec_code_still_exits_143_not_by_sigint(tmp_path):
 
     (tmp_path / "stop_in_exec.py").write_text(
         "from sensorgym.app import cli\n"
+        "from sensorgym.app.commands import demo\n"
         "# the command's work: a SIGTERM that lands inside exec'd code (as in a dataclass being built)\n"
-        "cli._demo = lambda args: exec('import signal; signal.raise_signal(signal.SIGTERM)')\n"
+        "demo.run = lambda args: exec('import signal; signal.raise_signal(signal.SIGTERM)')\n"
         "raise SystemExit(cli.main(['demo']))\n"
     )
     env = {**command_env(), "PYTHONPATH": f"{command_env()['PYTHONPATH']}:{tmp_path}"}

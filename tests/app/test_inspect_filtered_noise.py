@@ -14,7 +14,8 @@ from scipy import signal
 
 import sensorgym as sg
 from sensorgym.app.config import load_config
-from sensorgym.app.inspection import _density_terms, compare_channel, run_inspect
+from sensorgym.app.inspect_compare import _density_terms
+from sensorgym.app.inspection import compare_channel, run_inspect
 
 from .common import INSPECT_SEEDS, MOST_FALSE_TABLES, flagged, sensorgym
 

@@ -345,7 +345,18 @@ def results_figure(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config
     n_seeds = sorted({len(lv.scores.get(c, {})) for lv in levels for c in critics})
     seeds_text = f"{n_seeds[0]}" if len(n_seeds) == 1 else f"{n_seeds[0]}-{n_seeds[-1]}"
     fig, axes = plt.subplots(1, 2 if both else 1, figsize=(11 if both else 7, 4.6), squeeze=False)
-    ax = axes[0, 0]
+    scale = _score_panel(axes[0, 0], levels, xs, critics, ticks, xlabel, seeds_text)
+    if both:
+        _difference_panel(axes[0, 1], levels, xs, ticks, xlabel, scale)
+    _titles(fig, rows, cfg, both, seeds_text)
+    return fig
+
+
+def _score_panel(
+    ax: Any, levels: list, xs: np.ndarray, critics: list[str], ticks: list[str], xlabel: str, seeds_text: str
+) -> float:
+    """The score per critic type at each level: means with 95% t-interval bars, single seeds as faint
+    dots. Returns the largest magnitude shown (the scale of both panels' y ranges)."""
     all_values: list[float] = []
     for i, critic in enumerate(critics):
         offset = (i - (len(critics) - 1) / 2) * 0.12
@@ -369,29 +380,38 @@ def results_figure(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config
     ax.set_title("score per critic type", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, title=f"mean of {seeds_text} seeds,\nbars: 95% CI", title_fontsize=8)
-    if both:
-        ax2 = axes[0, 1]
-        vals: list[float] = []
-        for x, lv in zip(xs, levels, strict=True):
-            sym, asym = lv.scores.get("symmetric", {}), lv.scores.get("asymmetric", {})
-            common = sorted(set(sym) & set(asym))
-            d = paired_difference([asym[s] for s in common], [sym[s] for s in common])
-            if d["n"] == 0:
-                continue
-            single = [asym[s] - sym[s] for s in common]
-            ax2.scatter([x] * len(single), single, s=12, alpha=0.35, color="C2", zorder=2)
-            err = [[d["mean"] - d["lo"]], [d["hi"] - d["mean"]]] if d["n"] > 1 else None
-            ax2.errorbar([x], [d["mean"]], yerr=err, marker="s", capsize=4, color="C2", zorder=3)
-            vals += single + [d["mean"]] + ([d["lo"], d["hi"]] if d["n"] > 1 else [])
-        ax2.axhline(0.0, color="black", lw=1, ls="--", label="no difference")
-        _sane_ylim(ax2, vals, min_span=0.25 * scale, include=0.0)
-        ax2.set_xticks(xs)
-        ax2.set_xticklabels(ticks, fontsize=9)
-        ax2.set_xlabel(xlabel)
-        ax2.set_ylabel("asymmetric - symmetric (same seed)")
-        ax2.set_title("difference on paired seeds (> 0: asymmetric better)", fontsize=10)
-        ax2.grid(alpha=0.3)
-        ax2.legend(fontsize=8, loc="best")
+    return scale
+
+
+def _difference_panel(
+    ax2: Any, levels: list, xs: np.ndarray, ticks: list[str], xlabel: str, scale: float
+) -> None:
+    """The asymmetric-minus-symmetric difference on paired seeds at each level, with its 95% interval."""
+    vals: list[float] = []
+    for x, lv in zip(xs, levels, strict=True):
+        sym, asym = lv.scores.get("symmetric", {}), lv.scores.get("asymmetric", {})
+        common = sorted(set(sym) & set(asym))
+        d = paired_difference([asym[s] for s in common], [sym[s] for s in common])
+        if d["n"] == 0:
+            continue
+        single = [asym[s] - sym[s] for s in common]
+        ax2.scatter([x] * len(single), single, s=12, alpha=0.35, color="C2", zorder=2)
+        err = [[d["mean"] - d["lo"]], [d["hi"] - d["mean"]]] if d["n"] > 1 else None
+        ax2.errorbar([x], [d["mean"]], yerr=err, marker="s", capsize=4, color="C2", zorder=3)
+        vals += single + [d["mean"]] + ([d["lo"], d["hi"]] if d["n"] > 1 else [])
+    ax2.axhline(0.0, color="black", lw=1, ls="--", label="no difference")
+    _sane_ylim(ax2, vals, min_span=0.25 * scale, include=0.0)
+    ax2.set_xticks(xs)
+    ax2.set_xticklabels(ticks, fontsize=9)
+    ax2.set_xlabel(xlabel)
+    ax2.set_ylabel("asymmetric - symmetric (same seed)")
+    ax2.set_title("difference on paired seeds (> 0: asymmetric better)", fontsize=10)
+    ax2.grid(alpha=0.3)
+    ax2.legend(fontsize=8, loc="best")
+
+
+def _titles(fig: Any, rows: list[dict[str, Any]], cfg: Config | None, both: bool, seeds_text: str) -> None:
+    """The figure's title (the question, the env, the steps per run) and the caption on what it shows."""
     env_id = cfg.env.id if cfg is not None else ""
     steps = ""
     if cfg is not None and rows:
@@ -408,4 +428,3 @@ def results_figure(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config
         note = note.replace("); ", ");\n", 1)
     fig.text(0.5, 0.01, note, ha="center", fontsize=8)
     fig.tight_layout(rect=(0, 0.04 if both else 0.07, 1, 0.95))
-    return fig

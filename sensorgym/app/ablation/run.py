@@ -242,27 +242,7 @@ def _sweep(
     workers = max(1, workers)
     if threads is None:
         threads = 1 if ray_address else default_threads(min(workers, max(1, len(todo))))
-    where = (
-        f"on Ray at {ray_address} ({threads} CPU(s) and torch thread(s) per run)"
-        if ray_address
-        else f"with {workers} worker(s) x {threads} torch thread(s)"
-    )
-    from ..training import planned_timesteps, rollout_steps
-
-    rollout = rollout_steps(cfg.algorithm.kwargs, cfg.env.n_envs)
-    planned = planned_timesteps(cfg.algorithm.timesteps, rollout)
-    budget = cfg.algorithm.timesteps
-    steps = f"{planned:,} steps each" + (
-        f" (the budget of {budget:,} rounded up to whole PPO rollouts of {rollout:,})"
-        if planned != budget
-        else ""
-    )
-    if any(k.startswith(("algorithm.", "env.")) for k in cell_keys):  # the budget differs per cell
-        steps = "varying steps"
-    log(
-        f"sweep: {len(runs)} runs of {steps}; {len(runs) - len(todo)} already in {csv_path}, "
-        f"{len(todo)} to run {where}"
-    )
+    log(_plan_line(cfg, len(runs), len(todo), csv_path, cell_keys, workers, threads, ray_address))
     labels = {r.run_id: f"{r.critic} s{r.seed} {_label(r.cell)}" for r in runs}
     bars = _Bars(len(runs), len(runs) - len(todo), progress)
     finished = [len(runs) - len(todo)]
@@ -303,6 +283,38 @@ def _sweep(
     (out / "summary.md").write_text(summary_markdown(rows, cell_keys, cfg))
     plot_results(rows, cell_keys, out / "return_vs_level.png", cfg)
     return rows
+
+
+def _plan_line(
+    cfg: Config,
+    runs: int,
+    todo: int,
+    csv_path: Path,
+    cell_keys: list[str],
+    workers: int,
+    threads: int,
+    ray_address: str | None,
+) -> str:
+    """The sweep's first line: how many runs of how many steps, how many are done, and where the rest
+    run."""
+    where = (
+        f"on Ray at {ray_address} ({threads} CPU(s) and torch thread(s) per run)"
+        if ray_address
+        else f"with {workers} worker(s) x {threads} torch thread(s)"
+    )
+    from ..training import planned_timesteps, rollout_steps
+
+    rollout = rollout_steps(cfg.algorithm.kwargs, cfg.env.n_envs)
+    planned = planned_timesteps(cfg.algorithm.timesteps, rollout)
+    budget = cfg.algorithm.timesteps
+    steps = f"{planned:,} steps each" + (
+        f" (the budget of {budget:,} rounded up to whole PPO rollouts of {rollout:,})"
+        if planned != budget
+        else ""
+    )
+    if any(k.startswith(("algorithm.", "env.")) for k in cell_keys):  # the budget differs per cell
+        steps = "varying steps"
+    return f"sweep: {runs} runs of {steps}; {runs - todo} already in {csv_path}, {todo} to run {where}"
 
 
 class _LocalChannel:

@@ -19,9 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DESCRIPTION", "add_fit_parser", "build_fit_parser", "run_fit"]
+from .options import Argument, add_arguments, shared
+
+__all__ = ["ARGUMENTS", "DESCRIPTION", "EPILOG", "HELP", "NAME", "build_fit_parser", "run"]
 
 _LONG = 50_000  # simulated steps from which progress is shown
+
+NAME = "fit"
+HELP = "fit a sensor's noise, drift, rate, losses and delay to its log; write a config that reproduces it"
 
 DESCRIPTION = (
     "Fit a sensor's error model to a log of it: the sample interval, lost samples and their bursts from the "
@@ -46,71 +51,64 @@ EPILOG = (
 )
 
 
-def add_fit_parser(sub: Any, formatter: type) -> argparse.ArgumentParser:
-    """Add the ``fit`` subcommand to ``sub`` (the ``sensorgym`` subparsers)."""
-    fit = sub.add_parser(
-        "fit",
-        help="fit a sensor's noise, drift, rate, losses and delay to its log; write a config that reproduces "
-        "it",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=formatter,
-    )
-    _arguments(fit)
-    fit.set_defaults(func=run_fit)
-    return fit
+ARGUMENTS: tuple[Argument, ...] = (
+    (("log",), dict(help="the log: .csv (or .txt, .tsv), .npz, .ulg, .bag, .mcap, or a ROS 2 bag directory")),
+    (("--channels",), dict(nargs="+", required=True, metavar="NAME", help="the channels to fit")),
+    (
+        ("--names",),
+        dict(
+            nargs="+",
+            metavar="NAME",
+            help="the config table of each channel (one per channel, or one for all; default: the channel's "
+            "name with characters other than letters, digits and _ replaced by _); channels given one name "
+            "are its components in channel order; TABLE.FIELD writes an IMU's per-field options",
+        ),
+    ),
+    (("--time",), dict(metavar="COLUMN", help="the time column of a CSV or NPZ (default: the first)")),
+    (
+        ("--time-unit",),
+        dict(
+            choices=("s", "ms", "us", "ns"),
+            help="the time column's unit (default: what its name says, t_ms, time [us], ..., else seconds; a "
+            "column whose numbers step by 0.5 or more is refused until this says its unit)",
+        ),
+    ),
+    (
+        ("--static",),
+        dict(
+            metavar="START:END",
+            help="the static window, seconds from the channel's first time stamp (default: the longest "
+            "stretch without motion)",
+        ),
+    ),
+    (
+        ("--reference",),
+        dict(
+            metavar="NAME",
+            help="a channel of the same log measuring the same quantity without delay (a command, motion "
+            "capture): the delay is fitted by cross-correlation",
+        ),
+    ),
+    (
+        ("--into",),
+        dict(
+            metavar="CONFIG",
+            help="a config whose [sensors.NAME] tables take the fitted options: written as "
+            "fitted_config.toml",
+        ),
+    ),
+    shared("out", help="output folder (default: sensorgym_outputs/fit)"),
+    (("--envs",), dict(type=int, default=64, help="simulated envs for the closed-loop check (default 64)")),
+    shared("seed", default=0, help="seed of the simulation (default 0)"),
+    shared("no_progress", help="no progress bar"),
+)
 
 
 def build_fit_parser() -> argparse.ArgumentParser:
     """A stand-alone parser with the ``fit`` flags (for tests and docs)."""
     parser = argparse.ArgumentParser(prog="sensorgym fit", description=DESCRIPTION, epilog=EPILOG)
-    _arguments(parser)
+    add_arguments(parser, ARGUMENTS)
     return parser
-
-
-def _arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "log", help="the log: .csv (or .txt, .tsv), .npz, .ulg, .bag, .mcap, or a ROS 2 bag directory"
-    )
-    p.add_argument("--channels", nargs="+", required=True, metavar="NAME", help="the channels to fit")
-    p.add_argument(
-        "--names",
-        nargs="+",
-        metavar="NAME",
-        help="the config table of each channel (one per channel, or one for all; default: the channel's "
-        "name with characters other than letters, digits and _ replaced by _); channels given one name "
-        "are its components in channel order; TABLE.FIELD writes an IMU's per-field options",
-    )
-    p.add_argument("--time", metavar="COLUMN", help="the time column of a CSV or NPZ (default: the first)")
-    p.add_argument(
-        "--time-unit",
-        choices=("s", "ms", "us", "ns"),
-        help="the time column's unit (default: what its name says, t_ms, time [us], ..., else seconds; a "
-        "column whose numbers step by 0.5 or more is refused until this says its unit)",
-    )
-    p.add_argument(
-        "--static",
-        metavar="START:END",
-        help="the static window, seconds from the channel's first time stamp (default: the longest stretch "
-        "without motion)",
-    )
-    p.add_argument(
-        "--reference",
-        metavar="NAME",
-        help="a channel of the same log measuring the same quantity without delay (a command, motion "
-        "capture): the delay is fitted by cross-correlation",
-    )
-    p.add_argument(
-        "--into",
-        metavar="CONFIG",
-        help="a config whose [sensors.NAME] tables take the fitted options: written as fitted_config.toml",
-    )
-    p.add_argument("--out", help="output folder (default: sensorgym_outputs/fit)")
-    p.add_argument(
-        "--envs", type=int, default=64, help="simulated envs for the closed-loop check (default 64)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of the simulation (default 0)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _progress(enabled: bool) -> tuple[Any, Any]:
@@ -152,7 +150,7 @@ def _progress(enabled: bool) -> tuple[Any, Any]:
 
 
 def _summary(result: Any) -> list[str]:
-    from ..fitting.report import fmt_value
+    from ...fitting.report import fmt_value
 
     lines = [f"warning: {w}" for w in result.warnings]
     for f in result.channels:
@@ -178,8 +176,8 @@ def _summary(result: Any) -> list[str]:
 
 def _check_config(raw: Any) -> None:
     """``fit``'s check of a config mapping: it must load as ``train`` loads it (a one-line error)."""
-    from ..fitting.errors import FitError
-    from .config import ConfigError, parse_config
+    from ...fitting.errors import FitError
+    from ..config import ConfigError, parse_config
 
     try:
         parse_config(raw)
@@ -190,16 +188,16 @@ def _check_config(raw: Any) -> None:
         ) from None
 
 
-def run_fit(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``sensorgym fit`` (exit code 0; a log or flag it cannot use is a one-line error, code 2)."""
-    from ..fitting.errors import MissingExtra, require
-    from .config import UserError, load_config
+    from ...fitting.errors import MissingExtra, require
+    from ..config import UserError, load_config
 
     try:
         require("allantools", "fit", "sensorgym fit")
         require("scipy", "fit", "sensorgym fit")
         require("matplotlib", "plot", "sensorgym fit (allan.png, timing.png)")
-        from ..fitting.api import fit
+        from ...fitting.api import fit
 
         out = Path(args.out) if args.out else Path("sensorgym_outputs") / "fit"
         if args.envs < 1:
