@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-
 if TYPE_CHECKING:
     from .sensor import Sensor
 
