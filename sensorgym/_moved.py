@@ -25,8 +25,8 @@ import sys
 import warnings
 from types import ModuleType
 
-_CORE = ("accel", "imperfections", "manager", "memory", "metadata", "options", "randomization", "ring",
-         "rng", "sampler", "sensor", "storage", "values")  # fmt: skip
+_CORE = ("accel", "manager", "memory", "metadata", "options", "randomization", "ring", "rng", "sampler",
+         "sensor", "storage", "values")  # fmt: skip
 _APP = ("ablation", "cli", "config", "demo", "inspection", "training")
 _INTEGRATIONS = ("adapters", "rl_games", "rsl_rl", "sb3", "sb3_checkpoint", "skrl")
 _MUJOCO = {"mujoco_base": "base", "camera": "camera", "contact": "contact", "geometry": "geometry",
@@ -40,6 +40,8 @@ MOVED: dict[str, str] = {
     **{f"sensorgym.sensors.{old}": f"sensorgym.sensors.mujoco.{new}" for old, new in _MUJOCO.items()},
     "sensorgym.checkpoint": "sensorgym.wrappers.checkpoint",
     "sensorgym.wrappers.state": "sensorgym.wrappers.state_mapping",
+    # the imperfection kernel's module became the error terms' (sensorgym.core.imperfections is gone)
+    "sensorgym.imperfections": "sensorgym.core.terms",
 }
 """Old dotted module path -> the path it lives at now."""
 
