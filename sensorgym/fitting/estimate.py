@@ -23,7 +23,7 @@ least 1: a model that misses the log's shape widens its own errors), and they in
 model: each value's variance adds the Akaike-weighted spread of the same value over the models that have
 it and whose terms the log can tell apart (weights ``exp(-score / 2)``). For a drift term a quarter of its
 profile-likelihood interval (:func:`~sensorgym.fitting.profile.drift_se`) stands for the Fisher error: the
-long-``tau`` estimates are few, and a correlation time's likelihood is far from a parabola. Over 20 seeds
+long-``tau`` estimates are few, and a correlation time's likelihood is far from a parabola. Over 30 seeds
 of each of nine published parameter sets (docs/fit.md) the truth lies within two of these standard errors
 in 90-98% of the fits, per term.
 

@@ -1,24 +1,26 @@
 """Profile-likelihood intervals of the drift terms, the bound on a random walk the log does not show, and
 the model a log may not tell apart from the chosen one (a slow Gauss-Markov bias and a random walk).
 
-**Why profiles.** A random walk and a Gauss-Markov bias both raise the Allan deviation at long ``tau``,
-and where the log's longest ``tau`` are few (an hour holds a dozen independent averages of 5 minutes) the
-two trade off: a walk 35% smaller plus a bias of correlation time 80 s can fit a log as well as the walk
-alone. The inverse Fisher information of the chosen model cannot see such a trade (it is the curvature at
-one point of one model), so the uncertainty of each drift term comes from its profile: the term held at
-a value, every other parameter refitted, in the model with both drift terms (the chosen one plus the
-other), and the values whose ``Q`` stays within ``LEVEL`` (the chi-square of two standard errors, times
-the misfit ``phi``) of the chosen model's are the term's two-standard-error interval. The reported
-standard error is half the larger distance from the value to the interval's ends (in log units): the
-interval the report's ``value ± 2 se`` gives holds the profile's.
+**Why profiles.** The long-``tau`` estimates of an Allan deviation are few (an hour holds a dozen
+independent averages of 5 minutes), and a drift term's likelihood is far from a parabola there: a
+correlation time's is skewed towards long times, a variance's is flat towards 0. The inverse Fisher
+information of the chosen model is the curvature at one point, so the uncertainty of each drift term
+comes from its profile instead: the term held at a value, every other parameter of the chosen model
+refitted (:func:`drift_se`), and the values whose ``Q`` stays within ``LEVEL`` (the chi-square of two
+standard errors, times the misfit ``phi``) of the chosen model's are the term's two-standard-error
+interval; a quarter of its width (in log units) is the standard error. The trade between the two drift
+terms (a walk 35% smaller plus a bias of correlation time 80 s can fit an hour as well as the walk alone)
+is the model choice's, which :mod:`~sensorgym.fitting.estimate` adds as the spread over the models that
+have the term.
 
 **A slow bias is a walk.** Over ``tau`` well below its correlation time a Gauss-Markov bias is a random walk
 of density ``sigma_g sqrt(2 / tau_c)``; only past its peak (``tau`` about ``1.89 tau_c``) does its Allan
-deviation fall. A bias whose peak lies less than an octave inside the longest ``tau`` (``tau_c > tau_max /
-DECLINE``) shows no fall, and the log cannot tell it from a walk (the issue 33 log read a true walk of
-0.003 as a bias of ``tau_c`` 135 s, with the walk "not identifiable (< 0.00273)"). Such a bias is part of
-the walk here; where a bias alone explains the log about as well (:func:`alternative`), the report
-gives it as the alternative, with its bounds.
+deviation fall. A bias whose peak lies less than about two thirds of an octave inside the longest ``tau``
+(``tau_c > tau_max / DECLINE``) shows no fall the log's few long averages can confirm, and the log cannot
+tell it from a walk (the issue 33 logs read a true walk of 0.003 as a bias of ``tau_c`` 135-190 s, with
+the walk "not identifiable (< 0.0026)"; on the published sets' hours a true 50 s bias reads up to 100 s,
+under ``tau_max / 3``). Such a bias is part of the walk here; where a bias alone explains the log about as
+well (:func:`alternative`), the report gives it as the alternative, with its bounds.
 
 Example:
     >>> import numpy as np

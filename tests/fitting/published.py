@@ -1,20 +1,21 @@
-"""Published IMU parameter sets and a log generator written from SPEC §5.1's closed forms, with numpy and
-scipy.signal only (no sensorgym code), for the coverage checks of `sensorgym fit` (issue 33 items 10-11).
+"""Published IMU parameter sets and a log generator written from the error model's closed forms
+(docs/error_model.md), with numpy and scipy.signal only (no sensorgym code), for the coverage checks of
+`sensorgym fit` (issue 33 items 10-11).
 
-The generator follows §5.1's order per sample (``dt = T_s``, one own sample per step): the drift (a
-random walk whose increment has std ``K sqrt(T_s)`` and a Gauss-Markov bias ``g <- phi g + sigma_g sqrt(1 -
-phi^2) w``, ``phi = exp(-T_s / tau_c)``, drawn from ``N(0, sigma_g^2)`` at the start) is added to the
-true value, then white noise of per-sample std ``sigma = N / sqrt(T_s)`` and the low-pass filter ``y <- a y
-+ (1 - a) x + eps``, ``eps ~ N(0, sigma^2 (1 - a)^2)``, ``a = exp(-2 pi f_c T_s)``, started at ``x_0`` plus a
-draw of the filter's stationary spread ``sigma sqrt((1 - a) / (1 + a))``; then rounding to the resolution.
-Losses follow §5.1's two-state chain (after a kept sample the next is lost with ``q = p / (L (1 - p))``,
-after a lost one with ``1 - 1/L``; the first kept), drawn as alternating geometric runs. A delay shifts
-the true value: the sensor reads ``s(t - d)``.
+The generator follows the error model's order per sample (``dt = T_s``, one own sample per step): the
+drift (a random walk whose increment has std ``K sqrt(T_s)`` and a Gauss-Markov bias ``g <- phi g +
+sigma_g sqrt(1 - phi^2) w``, ``phi = exp(-T_s / tau_c)``, drawn from ``N(0, sigma_g^2)`` at the start) is
+added to the true value, then white noise of per-sample std ``sigma = N / sqrt(T_s)`` and the low-pass
+filter ``y <- a y + (1 - a) x + eps``, ``eps ~ N(0, sigma^2 (1 - a)^2)``, ``a = exp(-2 pi f_c T_s)``,
+started at ``x_0`` plus a draw of the filter's stationary spread ``sigma sqrt((1 - a) / (1 + a))``; then
+rounding to the resolution. Losses follow the sampler's two-state chain (after a kept sample the next is
+lost with ``q = p / (L (1 - p))``, after a lost one with ``1 - 1/L``; the first kept), drawn as
+alternating geometric runs. A delay shifts the true value: the sensor reads ``s(t - d)``.
 
 The sets are datasheet or published calibration values (units: rad/s and m/s^2 for the Kalibr sets,
 deg/s and g for the datasheet ones; the fit does not care). Where a source gives a bias instability but no
 correlation time (datasheets give the Allan floor), the Gauss-Markov bias gets ``sigma_g`` at about that
-floor and a ``tau_c`` chosen here (said in each set's note).
+floor and a ``tau_c`` chosen here (said in the comment above the set).
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ class Params:
     dropout: float = 0.0
     burst: float = 1.0
     level: float = 0.0
-    note: str = ""
 
     @property
     def sample_interval(self) -> float:
@@ -89,7 +89,7 @@ PUBLISHED: dict[str, tuple[Params, float]] = {
 
 
 def loss_mask(rng: np.random.Generator, n: int, p: float, burst: float) -> np.ndarray:
-    """``True`` where a sample arrives: §5.1's two-state chain as alternating geometric runs."""
+    """``True`` where a sample arrives: the sampler's two-state chain as alternating geometric runs."""
     keep = np.ones(n, dtype=bool)
     if p <= 0:
         return keep

@@ -1,6 +1,6 @@
 """Calibrated uncertainties of `sensorgym fit` (issue 33 items 10 and 11), on logs generated independently
-from SPEC §5.1's closed forms with published IMU parameter sets (tests/fitting/published.py: numpy and
-scipy.signal, no sensorgym code).
+from the error model's closed forms (docs/error_model.md) with published IMU parameter sets
+(tests/fitting/published.py: numpy and scipy.signal, no sensorgym code).
 
 A value's "±2 se interval" is read on the log scale, ``|log(value / truth)| <= 2 se / value`` (the fit's
 standard errors are those of the logs of its parameters; for the small relative errors of a noise density
@@ -151,7 +151,7 @@ def test_the_uncertainties_cover_the_truth_on_published_parameter_sets(tmp_path)
 def test_the_delay_uncertainty_covers_the_truth(tmp_path):
     """Item 11: over 40 seeds the delay's ±2 se holds the true 13.5 ms in at least 90% of the fits, and the
     errors in standard errors spread as a standard normal's (sd between 0.75 and 1.3: 0.93 measured, 40 of
-    40 held, where 38.7 are expected; d71066f: 17% held, sd 4.9, its se 0.012 ms leaving the filter's lag
+    40 held, where 38.7 are expected; d71066f: 12 of 40 held, sd 5.3, its se 0.012 ms leaving the filter's lag
     out). With 40 fits the spread says more than the count: a 95% interval holds 36 to 40 of them."""
     fits = [_delay_fit(seed, tmp_path) for seed in range(40)]
     z = np.array([(est.delay - delay) / est.se for est, delay in fits])
