@@ -8,10 +8,13 @@ estimator's, a measured delay), written as the sweep's grid keys are::
 
 or nested, which reads the same (``[deploy.real.latency]`` with ``delay = 0.04``). ``sensorgym ablate``
 scores every trained run under each condition too, on its own evaluation episodes
-(:mod:`sensorgym.app.ablation.task`). A condition changes imperfection levels only, as ``sensorgym eval
---config`` may: the env, its kwargs and control step, the number of envs and what the policy reads (its
-sensors, their index, history or age, so the shapes it was trained on) stay the run's, and the training
-settings (``algorithm``, ``critic``) are not part of a deployment.
+(:mod:`sensorgym.app.ablation.task`). The training settings (``algorithm``, ``critic``) are not part of a
+deployment and are refused here, with every value a condition sets (on the config and on each sweep
+cell). A condition changes imperfection levels only, as ``sensorgym eval --config`` may: one that changes
+the env, its kwargs and control step, the number of envs or what the policy reads (its sensors, their
+index, history or age, so the shapes it was trained on) is refused before any run by
+:func:`sensorgym.app.ablation.task.check_deployable` (which reads the trained policy's inputs, a layer
+above the config).
 
 Example:
     >>> parse_deploy({"real": {"sensors.angle.noise": 0.1, "latency": {"delay": 0.04}}})
@@ -28,7 +31,7 @@ from typing import Any
 
 from .config_values import ConfigError, config_error
 
-__all__ = ["DEPLOYABLE", "check_deploy", "deploy_column", "parse_deploy"]
+__all__ = ["DEPLOYABLE", "check_deploy", "deploy_column", "in_cell", "parse_deploy"]
 
 #: the tables a deployment condition may override (the rest are how the policy was trained)
 DEPLOYABLE = ("sensors", "latency", "env", "policy")
@@ -106,28 +109,22 @@ def _check_path(name: str, path: str, value: Any, sensors: Mapping[str, Any] | N
 
 
 def check_deploy(cfg: Any, cells: list[dict[str, Any]], apply: Any) -> None:
-    """Every condition of ``cfg.deploy`` applied to every sweep cell gives a valid config that changes only
-    imperfection levels (what ``sensorgym eval --config`` accepts), or a :class:`ConfigError` in one line
-    naming the condition, the key, the value and the fix. ``apply`` is
-    :func:`~sensorgym.app.config.apply_overrides`."""
-    from .saved_policy import policy_input_differences
-
+    """Every condition of ``cfg.deploy`` applied to every sweep cell gives a valid config, or a
+    :class:`ConfigError` in one line naming the condition (and the cell, where it matters), the key, the
+    value and the fix. ``apply`` is :func:`~sensorgym.app.config.apply_overrides`. Whether a condition
+    changes only imperfection levels is checked where runs are scored
+    (:func:`sensorgym.app.ablation.task.check_deployable`, before any run)."""
     # the config itself first: a mistake in a condition is named without a sweep cell that plays no part
     for cell in [{}, *(c for c in cells if c)]:
         run_cfg = apply(cfg, cell) if cell else cfg
-        in_cell = f" (in sweep cell {{{', '.join(f'{k} = {v!r}' for k, v in cell.items())}}})" if cell else ""
         for name, overrides in cfg.deploy.items():
             try:
-                deployed = apply(run_cfg, overrides)
+                apply(run_cfg, overrides)
             except ConfigError as e:
                 inner = str(e).removeprefix("config ")
-                raise ConfigError(f"config deploy.{name}{in_cell}: {inner}") from None
-            changed = policy_input_differences(run_cfg, deployed)
-            if changed:
-                raise ConfigError(
-                    f"config deploy.{name}{in_cell}: changes what the trained policy reads or the env it "
-                    f"runs in, not only imperfection levels: {'; '.join(changed)}. Fix: keep the env, "
-                    "its kwargs and control step, n_envs, and the policy's sensors, their index and "
-                    "history_length; override only levels (noise, bias, delay, jitter, resolution, "
-                    "update_period, dropout, [latency], ...)."
-                )
+                raise ConfigError(f"config deploy.{name}{in_cell(cell)}: {inner}") from None
+
+
+def in_cell(cell: dict[str, Any]) -> str:
+    """`` (in sweep cell {key = value, ...})`` for a message about a cell (empty for the config itself)."""
+    return f" (in sweep cell {{{', '.join(f'{k} = {v!r}' for k, v in cell.items())}}})" if cell else ""

@@ -283,16 +283,7 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
         "return varies; a run's score averages its episodes). Few seeds give wide intervals: add seeds "
         "(`--seeds 0 1 2 3 4 5`) to narrow them; finished runs are reused.",
     ]
-    return "\n".join(lines) + "\n" + _deploy_section(rows, cell_keys, cfg)
-
-
-def _deploy_section(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config) -> str:
-    """How each arm transfers to the ``[deploy]`` conditions (:mod:`.deploy_report`), after a blank line."""
-    if not cfg.deploy:
-        return ""
-    from .deploy_report import deploy_markdown  # it reads this module's helpers: imported when needed
-
-    return "\n" + deploy_markdown(rows, cell_keys, cfg)
+    return "\n".join(lines) + "\n"
 
 
 def _as_number(value: Any) -> float | None:

@@ -29,12 +29,12 @@ from ..config import Config
 from ..config_deploy import deploy_column
 from ..outdir import read_results
 from ..signals import stop_deferred, stop_requested
-from .deploy_report import plot_deploy
+from .deploy_report import deploy_markdown, plot_deploy
 from .on_ray import connect_ray, run_ray
 from .plan import RESULT_FIELDS, Run, _label, default_threads, plan_runs
 from .progress import Bars, LocalChannel, drain
 from .report import plot_results, summary_markdown
-from .task import RUNS, missing_conditions, run_one, unpack_run
+from .task import RUNS, check_deployable, is_trained, missing_conditions, run_one, unpack_run
 
 __all__ = ["SweepInterrupted", "read_results", "run_one", "run_sweep"]
 
@@ -119,6 +119,7 @@ def run_sweep(
     :func:`~sensorgym.app.signals.sigterm_as_sigint`), after keeping every finished run in ``results.csv``.
     """
     out = Path(out)
+    check_deployable(cfg)  # a condition the trained policies cannot be scored under: before any run
     runs = plan_runs(cfg)
     # before anything is written: no cluster there is a one-line mistake, not a half-written study
     ray_started = connect_ray(ray_address) if ray_address else False
@@ -150,7 +151,7 @@ def _sweep(
     fields = ["run_id", "critic", "seed", *cell_keys, *RESULT_FIELDS[3:], *map(deploy_column, cfg.deploy)]
     wanted = {r.run_id for r in runs}
     _collect_finished(out, csv_path, fields)  # rows a killed sweep's workers finished
-    todo, scored_only = _todo(cfg, runs, out, csv_path)
+    todo, scored_only, again = _todo(cfg, runs, out, csv_path)
     workers = max(1, workers)
     if threads is None:
         threads = 1 if ray_address else default_threads(min(workers, max(1, len(todo))))
@@ -160,6 +161,12 @@ def _sweep(
         log(
             f"{len(scored_only)} finished run(s) lack a score under a [deploy] condition: they are scored "
             f"with their saved models in {out / RUNS} (not trained again)"
+        )
+    if again:
+        log(
+            f"{again} finished run(s) lack a score under a [deploy] condition and have no saved model in "
+            f"{out / RUNS} (a study of an older version): they are trained again with their seeds, then "
+            "scored"
         )
     labels = {r.run_id: f"{r.critic} s{r.seed} {_label(r.cell)}" for r in runs}
     bars = Bars(len(runs), len(runs) - len(todo), progress)
@@ -197,28 +204,32 @@ def _sweep(
     finally:
         bars.close()
     rows = [r for r in read_results(csv_path) if r["run_id"] in wanted]
-    (out / "summary.md").write_text(summary_markdown(rows, cell_keys, cfg))
+    deployed = "\n" + deploy_markdown(rows, cell_keys, cfg) if cfg.deploy else ""
+    (out / "summary.md").write_text(summary_markdown(rows, cell_keys, cfg) + deployed)
     plot_results(rows, cell_keys, out / "return_vs_level.png", cfg)
     if cfg.deploy:
         plot_deploy(rows, cell_keys, out / "deploy.png", cfg)
     return rows
 
 
-def _todo(cfg: Config, runs: list[Run], out: Path, csv_path: Path) -> tuple[list[Run], set[str]]:
+def _todo(cfg: Config, runs: list[Run], out: Path, csv_path: Path) -> tuple[list[Run], set[str], int]:
     """The runs to work on, in plan order: those not in ``results.csv`` (to train and score), and the
     finished ones that lack a score under a ``[deploy]`` condition (or hold one made under other
-    overrides of its name): those are only scored. Returns them and the ids of the latter."""
+    overrides of its name): those are only scored, unless their run directory holds no trained model (a
+    study of an older version), and then trained again. Returns them, the ids of those only scored and
+    the number trained again."""
     done = {row["run_id"]: row for row in read_results(csv_path)}
-    scored_only = set()
+    scored_only, again = set(), set()
     if cfg.deploy:
         for r in runs:
-            row = done.get(r.run_id)
+            row, run_dir = done.get(r.run_id), out / RUNS / r.run_id
             if row is not None and (
                 any(not row.get(deploy_column(name)) for name in cfg.deploy)
-                or missing_conditions(out / RUNS / r.run_id, cfg.deploy)
+                or missing_conditions(run_dir, cfg.deploy)
             ):
-                scored_only.add(r.run_id)
-    return [r for r in runs if r.run_id not in done or r.run_id in scored_only], scored_only
+                (scored_only if is_trained(run_dir, r) else again).add(r.run_id)
+    todo = [r for r in runs if r.run_id not in done or r.run_id in scored_only | again]
+    return todo, scored_only, len(again)
 
 
 def _row_line(row: dict[str, Any], labels: dict[str, str], cfg: Config, scored_only: bool) -> str:

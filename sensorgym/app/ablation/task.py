@@ -27,11 +27,20 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, apply_overrides, parse_config
-from ..config_deploy import deploy_column
+from ..config import Config, ConfigError, apply_overrides, parse_config
+from ..config_deploy import deploy_column, in_cell
 from .plan import Run
 
-__all__ = ["RUNS", "missing_conditions", "pack_run", "run_config", "run_one", "unpack_run"]
+__all__ = [
+    "RUNS",
+    "check_deployable",
+    "is_trained",
+    "missing_conditions",
+    "pack_run",
+    "run_config",
+    "run_one",
+    "unpack_run",
+]
 
 #: the folder of a study that holds one run directory per run
 RUNS = "runs"
@@ -62,6 +71,28 @@ def run_config(cfg: Config, run: Run) -> Config:
     return apply_overrides(cfg, {**run.cell, "critic.type": run.critic, "algorithm.seed": run.seed})
 
 
+def check_deployable(cfg: Config, source: str | None = None) -> None:
+    """Refuse, in one line (starting with ``source``, the config file, when given), a ``[deploy]``
+    condition that changes more than imperfection levels in any sweep cell: what the trained policy reads
+    (its sensors, their index or history, its age inputs: the shapes it was trained on), the env, its
+    kwargs or control step, or ``n_envs`` (the evaluation episodes). :func:`evaluate_saved` refuses those
+    too, after the training; this says so before it."""
+    from ..saved_policy import policy_input_differences
+
+    for cell in [{}, *(c for c in cfg.sweep.cells() if c)]:
+        trained = apply_overrides(cfg, cell) if cell else cfg
+        for name, overrides in cfg.deploy.items():
+            changed = policy_input_differences(trained, apply_overrides(trained, overrides))
+            if changed:
+                raise ConfigError(
+                    f"{source + ': ' if source else ''}config deploy.{name}{in_cell(cell)}: changes what the "
+                    f"trained policy reads or the env it runs in, not only imperfection levels: "
+                    f"{'; '.join(changed)}. Fix: keep the env, its kwargs and control step, n_envs, and the "
+                    "policy's sensors, their index and history_length; override only levels (noise, bias, "
+                    "delay, jitter, resolution, update_period, dropout, [latency], ...)."
+                )
+
+
 def _plain(value: Any) -> Any:
     """JSON data (a condition's overrides, as result.json stores and compares them)."""
     return json.loads(json.dumps(value, default=str))
@@ -82,6 +113,11 @@ def _finished(run_dir: Path, run: Run) -> dict[str, Any] | None:
     if not isinstance(result, dict) or result.get("run_id") != run.run_id:
         return None
     return result if (run_dir / "model.zip").is_file() else None
+
+
+def is_trained(run_dir: Path, run: Run) -> bool:
+    """Whether ``run_dir`` holds the trained ``run`` (its model and its ``result.json``)."""
+    return _finished(Path(run_dir), run) is not None
 
 
 def _missing(result: Mapping[str, Any] | None, conditions: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -134,6 +134,10 @@ def _config(args: argparse.Namespace) -> Any:
         cfg.sweep.seeds = list(args.seeds)
         cfg.raw.setdefault("sweep", {})["seeds"] = list(args.seeds)
     check_env(cfg, source, sweep=True, training=True)
+    if cfg.deploy:
+        from ..ablation.task import check_deployable
+
+        check_deployable(cfg, source)
     return cfg
 
 
