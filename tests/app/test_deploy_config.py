@@ -57,6 +57,15 @@ def test_the_readme_example_is_a_valid_condition():
     text = (ROOT / "examples" / "configs" / "ablate.toml").read_text() + "\n" + block
     cfg = parse_config(tomllib.loads(text))
     assert cfg.deploy == {"real": {"sensors.angle.noise": 0.12, "latency.delay": 0.1}}
+    # the default study shows the same condition, commented out: uncommented, it is a levels-only one
+    from sensorgym.app.ablation.task import check_deployable
+
+    shipped = (ROOT / "examples" / "configs" / "ablate.toml").read_text()
+    assert parse_config(tomllib.loads(shipped)).deploy == {}  # the default study has none
+    uncommented = re.sub(r'^# (\[deploy\.|")', r"\1", shipped, flags=re.M)
+    study = parse_config(tomllib.loads(uncommented))
+    assert study.deploy == cfg.deploy
+    check_deployable(study, "ablate.toml")
 
 
 REFUSALS = [
@@ -239,13 +248,13 @@ def test_the_summary_gives_drops_paired_differences_and_which_arm_transfers_best
     drop = _t_interval(
         [o - d for o, d in zip(OWN[(0.2, "symmetric")], DEPLOYED[(0.2, "symmetric")], strict=True)]
     )
-    assert f"| symmetric, angle noise = 0.2 | 3 | -400.0 ± 20.0 | -450.0 ± 20.0 | {_ci(*drop)} |" in section
+    assert f"| symmetric (angle noise = 0.2) | 3 | -400.0 ± 20.0 | -450.0 ± 20.0 | {_ci(*drop)} |" in section
     # the arms in order of level, then critic as [sweep] lists them
-    arms = re.findall(r"^\| ((?:a?symmetric), angle noise = [\d.]+) \| 3 \|", section, flags=re.M)
-    assert arms == [f"{c}, angle noise = {n}" for n in ("0.0", "0.2") for c in ("symmetric", "asymmetric")]
+    arms = re.findall(r"^\| ((?:a?symmetric) \(angle noise = [\d.]+\)) \| 3 \|", section, flags=re.M)
+    assert arms == [f"{c} (angle noise = {n})" for n in ("0.0", "0.2") for c in ("symmetric", "asymmetric")]
     # the best deployed arm (noise 0.2, asymmetric: mean -341.7) against each other arm, paired by seed
     best = DEPLOYED[(0.2, "asymmetric")]
-    table = section.split("### Under real: asymmetric, angle noise = 0.2 against each other arm")[1]
+    table = section.split("### Under real: asymmetric (angle noise = 0.2) against each other arm")[1]
     for key in [(0.2, "symmetric"), (0.0, "asymmetric"), (0.0, "symmetric")]:
         mean, lo, hi = _t_interval([b - o for b, o in zip(best, DEPLOYED[key], strict=True)])
         assert f"| {_ci(mean, lo, hi)} | 3 |" in table, key
@@ -253,8 +262,8 @@ def test_the_summary_gives_drops_paired_differences_and_which_arm_transfers_best
     assert nxt[1] > 0  # the made-up lead excludes 0
     (verdict,) = [line for line in section.splitlines() if line.startswith("- Under real")]
     assert verdict == (
-        "- Under real, asymmetric, angle noise = 0.2 transfers best (mean -341.7): it beats the next best, "
-        f"symmetric, angle noise = 0.2, by {_ci(*nxt)} (95% paired t-interval, n = 3 seeds; the interval "
+        "- Under real, asymmetric (angle noise = 0.2) transfers best (mean -341.7): it beats the next best, "
+        f"symmetric (angle noise = 0.2), by {_ci(*nxt)} (95% paired t-interval, n = 3 seeds; the interval "
         "excludes 0), and every other arm with an interval that excludes 0."
     )
 
@@ -271,10 +280,12 @@ def test_arms_that_cannot_be_told_apart_are_said_so():
     mean, lo, hi = _t_interval([-360.0 + 335.0, -320.0 + 345.0, -345.0 + 340.0])
     assert lo < 0 < hi
     assert verdict.startswith(
-        "- Under real, symmetric, angle noise = 0.2 scores highest (mean -340.0), but it cannot be told apart"
-        f" from the next best, asymmetric, angle noise = 0.2: {_ci(-mean, -hi, -lo)} (95% paired "
+        "- Under real, symmetric (angle noise = 0.2) scores highest (mean -340.0), but it cannot be told "
+        f"apart from the next best, asymmetric (angle noise = 0.2): {_ci(-mean, -hi, -lo)} (95% paired "
         "t-interval, n = 3 seeds; the interval includes 0)"
     ), verdict
+    # the arms whose interval to it includes 0 (the noise-free ones trail by 230 to 255 on every seed)
+    assert verdict.endswith("; 1 arm(s) are within that uncertainty of it: asymmetric (angle noise = 0.2).")
 
 
 def test_one_seed_gives_no_interval_and_says_so():
@@ -295,7 +306,7 @@ def test_the_deploy_figure_has_a_panel_per_question(tmp_path):
     assert fig._suptitle.get_text() == "Scored where it will be deployed: Pendulum-v1"
     assert [t.get_text() for t in left.get_legend().get_texts()] == ["own condition", "real"]
     assert [t.get_text() for t in right.get_legend().get_texts()] == ["real"]
-    assert left.get_xticklabels()[0].get_text() == "symmetric\nangle noise = 0.0"
+    assert left.get_xticklabels()[0].get_text() == "symmetric\n(angle noise = 0.0)"
 
     # the left panel's points are the mean scores (own: circles, real: squares), the right's the drops
     def points(ax, marker):

@@ -49,7 +49,7 @@ def _arms(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config) -> list
         cell = tuple(r.get(k, "") for k in cell_keys)
         critic = r["critic"]
         if (cell, critic) not in arms:
-            label = f"{critic}, {_level_name(cell_keys, cell)}" if cell_keys else critic
+            label = f"{critic} ({_level_name(cell_keys, cell)})" if cell_keys else critic
             arms[(cell, critic)] = _Arm(critic, cell, label, {}, {n: {} for n in names})
         arm = arms[(cell, critic)]
         seed = int(r["seed"])
@@ -124,7 +124,7 @@ def _verdict(name: str, ranked: list[_Arm]) -> str:
     return (
         f"Under {name}, {best.name} scores highest ({mean}), but it cannot be told apart from the next best, "
         f"{ranked[1].name}: {ci} (95% paired t-interval, n = {n} seeds; the interval includes 0); "
-        f"{len(close)} arm(s) are within that uncertainty of it ({', '.join(close)})."
+        f"{len(close)} arm(s) are within that uncertainty of it: {'; '.join(close)}."
     )
 
 
@@ -230,7 +230,7 @@ def deploy_figure(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config)
     _drop_panel(right, arms, xs, list(cfg.deploy), scale)
     for ax in (left, right):
         ax.set_xticks(xs)
-        ax.set_xticklabels([a.name.replace(", ", "\n", 1) for a in arms], fontsize=8)
+        ax.set_xticklabels([a.name.replace(" (", "\n(", 1) for a in arms], fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(f"Scored where it will be deployed: {cfg.env.id}", fontsize=12)
