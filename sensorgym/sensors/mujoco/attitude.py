@@ -119,7 +119,8 @@ class AttitudeOptions(IMUOptions):
                                    f"pass e.g. {gain}=0.1 or sg.Uniform(0.05, 0.2)")  # fmt: skip
         if self.estimator_earth_field not in ("paper", "c_code"):
             raise option_error(name, "estimator_earth_field", self.estimator_earth_field,
-                               "it must be 'paper' or 'c_code'", 'use "paper" (the report\'s reference)')  # fmt: skip
+                               "it must be 'paper' or 'c_code'",
+                               'use "paper" (the report\'s reference)')  # fmt: skip
         if self.estimator_init not in INITS:
             raise option_error(name, "estimator_init", self.estimator_init, f"it must be one of {INITS}",
                                'use "first_sample" (as firmware does) or "truth"')  # fmt: skip
@@ -130,8 +131,9 @@ class AttitudeOptions(IMUOptions):
         outputs = tuple(self.outputs) if not isinstance(self.outputs, str) else (self.outputs,)
         bad = [o for o in outputs if o not in OUTPUTS]
         if not outputs or bad or len(set(outputs)) != len(outputs):
-            raise option_error(name, "outputs", self.outputs, f"the outputs are distinct names among "
-                               f"{tuple(OUTPUTS)}", 'pass e.g. outputs=("projected_gravity", "ang_vel")')  # fmt: skip
+            raise option_error(name, "outputs", self.outputs,
+                               f"the outputs are distinct names among {tuple(OUTPUTS)}",
+                               'pass e.g. outputs=("projected_gravity", "ang_vel")')  # fmt: skip
         object.__setattr__(self, "outputs", outputs)
 
     def gains(self) -> dict[str, Any]:
@@ -177,9 +179,10 @@ class _Estimation:
                     self.draws.append((gains[g][:, j : j + 1], value))
                 else:
                     gains[g][:, j] = value
-        self.init_truth = [o.estimator_init == "truth" for o in opts]
+        self.use_truth = torch.tensor([o.estimator_init == "truth" for o in opts], device=device)
+        self.any_truth = bool(self.use_truth.any())
         self.init_error = torch.tensor(
-            [math.radians(o.estimator_init_error) for o in opts], dtype=torch.float64
+            [math.radians(o.estimator_init_error) for o in opts], dtype=torch.float64, device=device
         )
         self.axis = torch.zeros(b, n, dtype=torch.float32, device=device)  # the initial error's axis, turns
         self.take = torch.zeros(b * n, dtype=torch.bool, device=device)
@@ -201,7 +204,7 @@ class _Estimation:
         source: same seed, same draws)."""
         for out, dist in self.draws:
             md.random.sample_(dist, out, mask, 0)
-        if any(self.init_truth):
+        if self.any_truth:
             md.random.uniform_(self.axis, mask, 0)
 
 
@@ -390,10 +393,8 @@ class AttitudeSensor(IMUSensor):
         else:
             md.xp.copy(take, True)
         reset = md.context.reset_mask
-        if reset is not None:  # the reset sample starts the state; the next samples update it
-            rows = reset[:, None].expand(est.b, est.n).reshape(-1)
-            _initialize(md, est, parts[0], parts[2], rows)
-            est.take.logical_and_(~rows)
+        if reset is not None:  # the state starts at the reset sample, which it then consumes (as `run`)
+            _initialize(md, est, parts[0], parts[2], reset[:, None].expand(est.b, est.n).reshape(-1))
         est.estimator.update(est.state, gyr, acc, mag if est.magnetometer else None, take)
         arrays = est.state.arrays
         bias = arrays.bias if hasattr(arrays, "bias") else outputs.zero_bias
@@ -416,24 +417,20 @@ _FULL_WIDTH = sum(OUTPUTS.values())
 
 
 def _initialize(md: Any, est: _Estimation, acc: torch.Tensor, mag: torch.Tensor, rows: torch.Tensor) -> None:
-    """Start the rows ``rows`` (``(B n,)`` bool) of the estimator: from their first measured sample, or
-    from the truth turned by the configured error (allocates: resets only)."""
-    from ...estimators.quaternion import quat_from_acc, quat_from_acc_mag
-
+    """Start the rows ``rows`` (``(B n,)`` bool) of the estimator before they consume their reset sample:
+    from that sample, or from the truth turned by the configured error (allocates: resets only)."""
     b, n = est.b, est.n
-    a64, m64 = acc.to(torch.float64), mag.to(torch.float64)
-    q = quat_from_acc_mag(a64, m64) if est.magnetometer else quat_from_acc(a64)
-    if any(est.init_truth):
+    use = est.use_truth.expand(b, n).reshape(-1)
+    est.estimator.initialize(est.state, acc, mag if est.magnetometer else None, mask=rows & ~use)
+    if est.any_truth:
         truth = est.outputs.truth.to(torch.float64).reshape(b * n, 4)
         angle = est.axis.to(torch.float64).reshape(-1) * (2 * math.pi)
-        half = est.init_error.to(truth.device).expand(b, n).reshape(-1) / 2
+        half = est.init_error.expand(b, n).reshape(-1) / 2
         # a turn by the error about the world's horizontal axis (cos, sin, 0), then the truth
         turn = torch.stack(
             [half.cos(), half.sin() * angle.cos(), half.sin() * angle.sin(), torch.zeros_like(half)], -1
         )
-        use = torch.tensor(est.init_truth, device=rows.device).expand(b, n).reshape(-1)
-        q = torch.where(use[:, None], _quat_mul(turn, truth), q)
-    est.estimator.initialize(est.state, q0=q, mask=rows)
+        est.estimator.initialize(est.state, q0=_quat_mul(turn, truth), mask=rows & use)
 
 
 def _quat_mul(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
