@@ -85,8 +85,9 @@ def test_the_pipeline_estimate_is_the_offline_run_on_the_same_samples_bit_for_bi
 ):
     n, b = 150, 3
     gyr, acc, mag = _log(n, b)
-    mgr, att, o = _manager(b, executor, estimator=kind, estimator_magnetometer=magnetometer,
-                           outputs=("quaternion",), **GAINS)  # fmt: skip
+    mgr, att, o = _manager(
+        b, executor, estimator=kind, estimator_magnetometer=magnetometer, outputs=("quaternion",), **GAINS
+    )
     got = _drive(mgr, att, _states(att, o, gyr, acc, mag), n).numpy()
     f32 = [np.ascontiguousarray(x.transpose(1, 0, 2)).astype(np.float32) for x in (gyr, acc, mag)]
     if executor == "torch":
@@ -101,8 +102,9 @@ def test_it_consumes_each_taken_sample_once_at_the_imus_own_rate_and_holds_over_
     offline 50 Hz run over exactly the samples the IMU delivered (read back from the held gyroscope)."""
     n, b = 400, 4
     gyr, acc, mag = _log(n, b)
-    mgr, att, o = _manager(b, executor, update_period=0.02, dropout=0.2, outputs=("quaternion", "ang_vel"),
-                           **GAINS)  # fmt: skip
+    mgr, att, o = _manager(
+        b, executor, update_period=0.02, dropout=0.2, outputs=("quaternion", "ang_vel"), **GAINS
+    )
     state = _states(att, o, gyr, acc, mag)
     mgr.reset(state(0))
     qs, ws = [], []
@@ -140,8 +142,14 @@ def test_a_batch_of_envs_equals_that_many_single_envs():
 def test_both_executors_agree():
     n, b = 120, 4
     gyr, acc, mag = _log(n, b)
-    opts = dict(estimator="madgwick", estimator_magnetometer=True, update_period=0.02, gyro_noise=0.01,
-                outputs=("projected_gravity", "quaternion", "roll_pitch"), **GAINS)  # fmt: skip
+    opts = dict(
+        estimator="madgwick",
+        estimator_magnetometer=True,
+        update_period=0.02,
+        gyro_noise=0.01,
+        outputs=("projected_gravity", "quaternion", "roll_pitch"),
+        **GAINS,
+    )
     runs = []
     for ex in ("torch", "numpy"):
         mgr, att, o = _manager(b, ex, **opts)
@@ -193,9 +201,18 @@ def test_a_partial_reset_restarts_only_its_env_and_the_others_run_on():
 def test_a_checkpoint_resumes_bit_for_bit_mid_episode(executor):
     n, b, cut = 90, 3, 41
     gyr, acc, mag = _log(n, b)
-    opts = dict(estimator="mahony", estimator_kp=sg.Uniform(0.5, 3.0), estimator_ki=sg.Uniform(0.0, 0.3),
-                estimator_init="truth", estimator_init_error=8.0, update_period=0.02, dropout=0.1,
-                gyro_noise=0.01, gyro_random_walk=0.001, outputs=("quaternion", "bias"))  # fmt: skip
+    opts = dict(
+        estimator="mahony",
+        estimator_kp=sg.Uniform(0.5, 3.0),
+        estimator_ki=sg.Uniform(0.0, 0.3),
+        estimator_init="truth",
+        estimator_init_error=8.0,
+        update_period=0.02,
+        dropout=0.1,
+        gyro_noise=0.01,
+        gyro_random_walk=0.001,
+        outputs=("quaternion", "bias"),
+    )
     mgr, att, o = _manager(b, executor, **opts)
     state = _states(att, o, gyr, acc, mag)
     whole = _drive(mgr, att, state, n)
@@ -239,8 +256,13 @@ def test_initialized_from_the_truth_the_first_estimate_is_off_by_exactly_the_con
     gyr, acc, mag = _log(2, b)
     gyr[:] = 0.0
     tilt = torch.tensor([math.cos(0.2), math.sin(0.2), 0.0, 0.0])  # the truth: rolled 0.4 rad
-    mgr, att, o = _manager(b, estimator_beta=0.0, estimator_init="truth", estimator_init_error=7.0,
-                           outputs=("projected_gravity", "quaternion"))  # fmt: skip
+    mgr, att, o = _manager(
+        b,
+        estimator_beta=0.0,
+        estimator_init="truth",
+        estimator_init_error=7.0,
+        outputs=("projected_gravity", "quaternion"),
+    )
     mgr.reset(_states(att, o, gyr, acc, mag, truth=tilt.expand(b, 4))(0))
     est, true = att.read(), att.read_ground_truth()
     err = torch.rad2deg(torch.acos((est.projected_gravity * true.projected_gravity).sum(-1).clamp(-1, 1)))
@@ -259,8 +281,15 @@ def _conj(q):
 def _mul(p, q):
     p0, p1, p2, p3 = p.unbind(-1)
     q0, q1, q2, q3 = q.unbind(-1)
-    return torch.stack([p0 * q0 - p1 * q1 - p2 * q2 - p3 * q3, p0 * q1 + p1 * q0 + p2 * q3 - p3 * q2,
-                        p0 * q2 - p1 * q3 + p2 * q0 + p3 * q1, p0 * q3 + p1 * q2 - p2 * q1 + p3 * q0], -1)  # fmt: skip
+    return torch.stack(
+        [
+            p0 * q0 - p1 * q1 - p2 * q2 - p3 * q3,
+            p0 * q1 + p1 * q0 + p2 * q3 - p3 * q2,
+            p0 * q2 - p1 * q3 + p2 * q0 + p3 * q1,
+            p0 * q3 + p1 * q2 - p2 * q1 + p3 * q0,
+        ],
+        -1,
+    )
 
 
 def test_in_the_loop_mahonys_tilt_error_decays_as_exp_minus_kp_t():
@@ -270,8 +299,14 @@ def test_in_the_loop_mahonys_tilt_error_decays_as_exp_minus_kp_t():
     gyr, acc, mag = _log(n, b)
     gyr[:] = 0.0
     acc[:] = [0.0, 0.0, 9.81]
-    mgr, att, o = _manager(b, estimator="mahony", estimator_kp=kp, estimator_ki=0.0, estimator_init="truth",
-                           estimator_init_error=5.0)  # fmt: skip
+    mgr, att, o = _manager(
+        b,
+        estimator="mahony",
+        estimator_kp=kp,
+        estimator_ki=0.0,
+        estimator_init="truth",
+        estimator_init_error=5.0,
+    )
     pg = _drive(mgr, att, _states(att, o, gyr, acc, mag), n)
     err = torch.rad2deg(torch.acos((-pg[..., 2].double()).clamp(-1, 1)))
     steps = torch.arange(n, dtype=torch.float64) + 1  # the reset sample is consumed: one step in

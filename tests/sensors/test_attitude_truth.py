@@ -16,8 +16,16 @@ from sensorgym.wrappers import make_sensor_vec
 pytest.importorskip("mujoco")
 
 MOUNT = (10.0, -20.0, 30.0)
-IMU = dict(body="torso", euler_offset=MOUNT, gyro_noise_density=1e-3, acc_noise_density=4e-3,
-           gyro_bias=sg.Normal(0.0, 0.02), gyro_random_walk_density=1e-3, update_period=0.01, dropout=0.1)  # fmt: skip
+IMU = dict(
+    body="torso",
+    euler_offset=MOUNT,
+    gyro_noise_density=1e-3,
+    acc_noise_density=4e-3,
+    gyro_bias=sg.Normal(0.0, 0.02),
+    gyro_random_walk_density=1e-3,
+    update_period=0.01,
+    dropout=0.1,
+)
 ALL = ("projected_gravity", "quaternion", "roll_pitch", "bias", "ang_vel")
 
 
@@ -30,8 +38,14 @@ def _episode(options, steps=40, b=2, also=None):
     for _ in range(steps):
         env.step(rng.uniform(-1, 1, (b, 8)).astype(np.float32))
         out.append({k: (_copy(s.read()), _copy(s.read_ground_truth())) for k, s in env.sensors.items()})
-        bodies.append(np.stack([e.unwrapped.data.xmat[e.unwrapped.model.body("torso").id].reshape(3, 3).copy()
-                                for e in env.unwrapped.envs]))  # fmt: skip
+        bodies.append(
+            np.stack(
+                [
+                    e.unwrapped.data.xmat[e.unwrapped.model.body("torso").id].reshape(3, 3).copy()
+                    for e in env.unwrapped.envs
+                ]
+            )
+        )
     env.close()
     return out, bodies
 
@@ -43,11 +57,20 @@ def _copy(reading):
 
 def _quat_to_matrix(q):
     w, x, y, z = q.unbind(-1)
-    return torch.stack([
-        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-    ], -1).reshape(*q.shape[:-1], 3, 3)  # fmt: skip
+    return torch.stack(
+        [
+            1 - 2 * (y * y + z * z),
+            2 * (x * y - w * z),
+            2 * (x * z + w * y),
+            2 * (x * y + w * z),
+            1 - 2 * (x * x + z * z),
+            2 * (y * z - w * x),
+            2 * (x * z - w * y),
+            2 * (y * z + w * x),
+            1 - 2 * (x * x + y * y),
+        ],
+        -1,
+    ).reshape(*q.shape[:-1], 3, 3)
 
 
 def test_the_truth_is_the_imu_frames_own_orientation_from_mujoco_mount_included():
@@ -105,8 +128,9 @@ def test_the_estimate_tracks_the_truth_on_the_moving_ant_and_the_accelerometer_c
     accelerometer's correction (kp = 2) holds the error lower though the torso accelerates hard."""
 
     def tilt_errors(kp):
-        o = sg.AttitudeOptions(**IMU, estimator="mahony", estimator_kp=kp, estimator_ki=0.05,
-                               estimator_init="truth")  # fmt: skip
+        o = sg.AttitudeOptions(
+            **IMU, estimator="mahony", estimator_kp=kp, estimator_ki=0.05, estimator_init="truth"
+        )
         env = make_sensor_vec("Ant-v5", 2, {"s": o}, seed=0, env_kwargs={"frame_skip": 1})
         env.reset(seed=0)
         rng = np.random.default_rng(0)
@@ -132,11 +156,19 @@ def test_mahonys_bias_output_converges_to_the_true_gyro_bias_on_the_tilt_axes():
 
     b, n = 3, 3000
     mgr = sg.SensorManager(num_envs=b, dt=0.01, seed=0)
-    o = sg.AttitudeOptions(body="torso", estimator="mahony", estimator_kp=1.0, estimator_ki=0.3,
-                           gyro_bias=sg.Uniform(-0.05, 0.05), outputs=("projected_gravity", "bias"))  # fmt: skip
+    o = sg.AttitudeOptions(
+        body="torso",
+        estimator="mahony",
+        estimator_kp=1.0,
+        estimator_ki=0.3,
+        gyro_bias=sg.Uniform(-0.05, 0.05),
+        outputs=("projected_gravity", "bias"),
+    )
     att = mgr.add_sensor(o)
-    level = {att.state_key: torch.tensor([[0.0, 0.0, 9.81, 0.0, 0.0, 0.0, 0.2, 0.0, -0.4]] * b),
-             truth_key(o): torch.tensor([[1.0, 0.0, 0.0, 0.0]] * b)}  # fmt: skip
+    level = {
+        att.state_key: torch.tensor([[0.0, 0.0, 9.81, 0.0, 0.0, 0.0, 0.2, 0.0, -0.4]] * b),
+        truth_key(o): torch.tensor([[1.0, 0.0, 0.0, 0.0]] * b),
+    }
     mgr.reset(level)
     for _ in range(n):
         mgr.step(level)
