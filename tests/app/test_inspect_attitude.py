@@ -94,9 +94,22 @@ def test_inspect_prints_the_estimates_rmse_and_writes_its_figure(tmp_path):
     out = tmp_path / "fig.png"
     cfg = ROOT / "examples" / "configs" / "ant_attitude.toml"
     run = subprocess.run(
-        [sys.executable, "-m", "sensorgym", "inspect", "--config", str(cfg), "--steps", "150", "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "sensorgym",
+            "inspect",
+            "--config",
+            str(cfg),
+            "--steps",
+            "150",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     assert "imu (estimate vs truth)" in run.stdout
     line = next(x for x in run.stdout.splitlines() if "incl. RMSE" in x)
