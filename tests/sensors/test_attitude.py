@@ -172,29 +172,42 @@ def test_the_outputs_are_readings_delayed_and_stacked_like_any_other():
             torch.testing.assert_close(stacked[:, k, h], now[:, k - 3 - h], rtol=0, atol=0)
 
 
-def test_a_partial_reset_restarts_only_its_env_and_the_others_run_on():
+@pytest.mark.parametrize("executor", ["torch", "numpy"])
+@pytest.mark.parametrize("period", [0.0, 0.02])
+def test_a_partial_reset_restarts_only_its_env_and_the_others_run_on(executor, period):
+    """Env 0 resets at step 30 (by ``reset(state, [0])`` after the step, or with the step's
+    ``reset_mask``): envs 1 and 2 equal the run without a reset, bit for bit (a reset capture does not
+    update them again); env 0 restarts (at the IMU's own rate too: period 0.02 s in a 0.01 s loop)."""
     n, b, at = 60, 3, 30
     gyr, acc, mag = _log(n, b)
-    for via_step in (False, True):
-        mgr, att, o = _manager(b, outputs=("quaternion",), **GAINS)
+
+    def drive(reset_at, via_step):
+        mgr, att, o = _manager(b, executor, update_period=period, outputs=("quaternion",), **GAINS)
         state = _states(att, o, gyr, acc, mag)
         mgr.reset(state(0))
         out = [att.read().clone()]
         for k in range(1, n):
-            if k == at and via_step:
+            if k == reset_at and via_step:
                 mgr.step(state(k), reset_mask=torch.tensor([True, False, False]))
             else:
                 mgr.step(state(k))
-                if k == at:
+                if k == reset_at:
                     mgr.reset(state(k), [0])
             out.append(att.read().clone())
-        got = torch.stack(out, 1).numpy()
+        return torch.stack(out, 1).numpy()
+
+    whole = drive(None, False)
+    if period == 0.0:  # every step a sample: the offline run is the reference
         f32 = [np.ascontiguousarray(x.transpose(1, 0, 2)).astype(np.float32) for x in (gyr, acc)]
-        whole = Madgwick(beta=0.2, rate=1 / DT).run(*f32)
+        np.testing.assert_array_equal(whole, Madgwick(beta=0.2, rate=1 / DT).run(*f32))
+    for via_step in (False, True):
+        got = drive(at, via_step)
         np.testing.assert_array_equal(got[1:], whole[1:])
         np.testing.assert_array_equal(got[0, :at], whole[0, :at])
-        restarted = Madgwick(beta=0.2, rate=1 / DT).run(f32[0][0, at:], f32[1][0, at:])
-        np.testing.assert_array_equal(got[0, at:], restarted)
+        assert not np.array_equal(got[0, at:], whole[0, at:])
+        if period == 0.0:
+            restarted = Madgwick(beta=0.2, rate=1 / DT).run(f32[0][0, at:], f32[1][0, at:])
+            np.testing.assert_array_equal(got[0, at:], restarted)
 
 
 @pytest.mark.parametrize("executor", ["torch", "numpy"])

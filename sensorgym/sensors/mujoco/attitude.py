@@ -185,19 +185,22 @@ class _Estimation:
             [math.radians(o.estimator_init_error) for o in opts], dtype=torch.float64, device=device
         )
         self.axis = torch.zeros(b, n, dtype=torch.float32, device=device)  # the initial error's axis, turns
-        self.take = torch.zeros(b * n, dtype=torch.bool, device=device)
         self.rows = self.state.storage.T.view(b, n, -1)  # the persistent state with a leading env axis
         self.outputs = _Outputs(md, self.state)
-        self._bound: tuple = (None,)
+        self._bound: dict[int, tuple] = {}
 
     def bind(self, md: Any, data: torch.Tensor) -> tuple:
-        """The measured samples of ``data`` ``(B, n * 9)`` as ``(B n, 3)`` arrays of the executor
-        (accelerometer, gyroscope, magnetometer) and the take mask's; made once per working buffer."""
-        if self._bound[0] is not data:
+        """The samples of ``data`` ``(B, n * 9)`` (the measured or the true working buffer) as ``(B n, 3)``
+        arrays of the executor (accelerometer, gyroscope, magnetometer), the take mask's array and the
+        torch views; made once per buffer (each keeps its tensor, so its id is not reused)."""
+        bound = self._bound.get(id(data))
+        if bound is None:
             x = data.view(self.b, self.n, 9)
             parts = [x[..., k : k + 3].reshape(self.b * self.n, 3) for k in (0, 3, 6)]
-            self._bound = (data, *map(md.array, parts), md.array(self.take), parts)
-        return self._bound[1:]
+            sampler = md.imperfections.sampler  # which envs took a sample this step (None: all, always)
+            take = None if sampler is None else md.array(sampler.take.view(-1))
+            bound = self._bound[id(data)] = (*map(md.array, parts), take, parts, data)
+        return bound[:5]
 
     def resample(self, md: Any, mask: torch.Tensor) -> None:
         """Draw the gains (and the initial error's axis) of the envs in ``mask`` (the manager's random
@@ -220,6 +223,7 @@ class _Outputs:
         self.wanted = [name for name in _FULL if name in wanted]
         self.table = torch.zeros(_FULL_WIDTH, b * n, dtype=torch.float32, device=md.device)
         self.scratch = torch.zeros(4, b * n, dtype=torch.float32, device=md.device)
+        self.table_a, self.scratch_a = md.array(self.table), md.array(self.scratch)
         cols = []
         for j, s in enumerate(md.sensors):
             for o in s.options.outputs:
@@ -227,11 +231,13 @@ class _Outputs:
         flat = torch.tensor(cols, dtype=torch.long).view(1, -1) + n * torch.arange(b).view(-1, 1)
         self.index = flat.reshape(-1).to(md.device)
         self.out = torch.zeros(b, len(cols), dtype=torch.float32, device=md.device)
+        self.flat = (self.table_a.reshape(-1), md.array(self.index), md.array(self.out).reshape(-1))
         self.lib = np if md.executor == "numpy" else torch
         self.zero_bias = self.array(torch.zeros(3, b * n, dtype=torch.float32, device=md.device))
         # the ground truth's inputs: the true orientation (written by the raw capture) and, for "bias",
         # the gyroscope's bias error, summed into a buffer of its own
         self.truth = torch.zeros(b, n, 4, dtype=torch.float32, device=md.device)
+        self.truth_a = md.array(self.truth)  # written from the sub-envs' numpy arrays
         self.truth_rows = self.array(self.truth.view(-1, 4).T)
         self.true_bias = torch.zeros(b, n * 9, dtype=torch.float32, device=md.device)
         self.true_bias_rows = self.array(self.true_bias.view(b * n, 9)[:, 3:6].T)
@@ -239,7 +245,7 @@ class _Outputs:
     def fill(self, q: Any, bias: Any, gyr: Any) -> torch.Tensor:
         """The outputs from the orientations ``q`` ``(4, B n)``, biases and rates ``(3, B n)`` (arrays of
         the executor); returns the return buffer."""
-        ops, t, sc = self.ops, self.array(self.table), self.array(self.scratch)
+        ops, t, sc = self.ops, self.table_a, self.scratch_a
         for name in self.wanted:
             at = _OFFSETS[name]
             if name == "projected_gravity":  # R(q)^T [0, 0, -1]
@@ -279,7 +285,7 @@ class _Outputs:
             else:
                 ops.copyto(t[at : at + 3], gyr)
         if self.lib is np:
-            np.take(t.reshape(-1), self.array(self.index), out=self.array(self.out).reshape(-1))
+            np.take(*self.flat[:2], out=self.flat[2])
         else:
             torch.index_select(self.table.view(-1), 0, self.index, out=self.out.view(-1))
         return self.out
@@ -371,10 +377,13 @@ class AttitudeSensor(IMUSensor):
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         super()._update_raw_data(state, md, raw)
-        truth = md.constants["attitude"].outputs.truth
+        outputs = md.constants["attitude"].outputs
         for j, s in enumerate(md.sensors):
             src = state[truth_key(s.options)]
-            truth[:, j].copy_(src if torch.is_tensor(src) else torch.from_numpy(np.asarray(src)))
+            if isinstance(src, np.ndarray) and isinstance(outputs.truth_a, np.ndarray):
+                np.copyto(outputs.truth_a[:, j], src)
+            else:
+                outputs.truth[:, j].copy_(torch.as_tensor(src))
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
@@ -387,15 +396,10 @@ class AttitudeSensor(IMUSensor):
                 _true_gyro_bias(md, outputs.true_bias)
                 bias = outputs.true_bias_rows
             return outputs.fill(outputs.truth_rows, bias, gyr.T)
-        sampler = md.imperfections.sampler
-        if sampler is not None:
-            md.xp.copy(take, md.array(sampler.take.view(-1)))
-        else:
-            md.xp.copy(take, True)
         reset = md.context.reset_mask
         if reset is not None:  # the state starts at the reset sample, which it then consumes (as `run`)
             _initialize(md, est, parts[0], parts[2], reset[:, None].expand(est.b, est.n).reshape(-1))
-        est.estimator.update(est.state, gyr, acc, mag if est.magnetometer else None, take)
+        est.estimator.update(est.state, gyr, acc, mag if est.magnetometer else None, take)  # None: every env
         arrays = est.state.arrays
         bias = arrays.bias if hasattr(arrays, "bias") else outputs.zero_bias
         return outputs.fill(arrays.q, bias, gyr.T)
