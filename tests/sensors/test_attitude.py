@@ -326,3 +326,43 @@ def test_in_the_loop_mahonys_tilt_error_decays_as_exp_minus_kp_t():
     # the continuous closed form within its O(kp dt) discretization, the discrete one (1 - kp dt)^k tightly
     assert (err - 5.0 * torch.exp(-kp * steps * DT)).abs().max() < 0.05
     assert (err - 5.0 * (1 - kp * DT) ** steps).abs().max() < 0.01  # float32 acos near 0: ~0.005 deg
+
+
+@pytest.mark.parametrize("executor", ["torch", "numpy"])
+def test_estimator_none_reads_the_true_orientation_and_orientation_noise_is_white_with_its_std(executor):
+    """``estimator="none"``: the orientation outputs are the truth (bit for bit) and ``ang_vel`` the
+    measured gyroscope; ``orientation_noise`` adds N(0, std) per step and component to the orientation
+    outputs only (the Isaac Lab-style observation noise)."""
+    n, b = 400, 8
+    gyr, acc, mag = _log(n, b)
+    rng = np.random.default_rng(3)
+    truth = torch.from_numpy(rng.normal(size=(b, 4))).float()
+    truth = truth / truth.norm(dim=1, keepdim=True)
+    outputs = ("projected_gravity", "roll_pitch", "ang_vel")
+    runs = {}
+    for std in (0.0, 0.05):
+        mgr, att, o = _manager(b, executor, estimator="none", orientation_noise=std, outputs=outputs)
+        runs[std] = (
+            _drive(mgr, att, _states(att, o, gyr, acc, mag, truth=truth), n),
+            att.read_ground_truth(),
+        )
+    clean, gt = runs[0.0]
+    for field in ("projected_gravity", "roll_pitch"):
+        assert torch.equal(getattr(clean, field)[:, -1], getattr(gt, field))
+    torch.testing.assert_close(
+        clean.ang_vel, torch.from_numpy(gyr.transpose(1, 0, 2)).float(), rtol=0, atol=0
+    )
+    noisy = runs[0.05][0]
+    assert torch.equal(noisy.ang_vel, clean.ang_vel)  # the rate is not perturbed
+    residual = torch.cat([(noisy.projected_gravity - clean.projected_gravity).reshape(-1),
+                          (noisy.roll_pitch - clean.roll_pitch).reshape(-1)]).double()  # fmt: skip
+    m = residual.numel()  # 16,000 draws: the sample sd within 3% (~5 standard errors), the mean within 5 se
+    assert abs(residual.std().item() / 0.05 - 1) < 0.03 and abs(residual.mean().item()) < 5 * 0.05 / m**0.5
+    r = (noisy.projected_gravity - clean.projected_gravity).double()  # (B, steps, 3)
+    lag1 = torch.corrcoef(torch.stack([r[:, 1:].reshape(-1), r[:, :-1].reshape(-1)]))[0, 1]
+    assert abs(lag1) < 5 / r[:, 1:].numel() ** 0.5  # white: no correlation from one step to the next
+
+
+def test_orientation_noise_is_refused_when_negative():
+    with pytest.raises(ValueError, match=r"orientation_noise.*-0\.1.*>= 0"):
+        sg.AttitudeOptions(body="torso", orientation_noise=-0.1)

@@ -55,9 +55,11 @@ __all__ = ["OUTPUTS", "AttitudeOptions", "AttitudeSensor", "truth_key"]
 
 #: the outputs an AttitudeSensor can read, with their widths
 OUTPUTS = {"projected_gravity": 3, "quaternion": 4, "roll_pitch": 2, "bias": 3, "ang_vel": 3}
-ESTIMATORS = ("madgwick", "mahony")
+ESTIMATORS = ("madgwick", "mahony", "none")
 INITS = ("first_sample", "truth")
-_GAINS = {"madgwick": ("estimator_beta",), "mahony": ("estimator_kp", "estimator_ki")}
+_GAINS = {"madgwick": ("estimator_beta",), "mahony": ("estimator_kp", "estimator_ki"), "none": ()}
+#: the outputs that carry the orientation (what ``orientation_noise`` perturbs)
+ORIENTATION = ("projected_gravity", "quaternion", "roll_pitch")
 
 
 def truth_key(options: Any) -> str:
@@ -72,8 +74,10 @@ class AttitudeOptions(IMUOptions):
     as any IMU) and the estimator's.
 
     Args:
-        estimator: ``"madgwick"`` (gradient descent, gain ``estimator_beta``) or ``"mahony"`` (explicit
-            complementary filter, gains ``estimator_kp`` and ``estimator_ki``).
+        estimator: ``"madgwick"`` (gradient descent, gain ``estimator_beta``), ``"mahony"`` (explicit
+            complementary filter, gains ``estimator_kp`` and ``estimator_ki``) or ``"none"`` (no
+            estimator: the orientation outputs are the IMU frame's true orientation, what most simulators
+            hand a policy; ``ang_vel`` is still the measured gyroscope).
         estimator_beta, estimator_kp, estimator_ki: the gains (rad/s, 1/s, 1/s^2); numbers or
             distributions drawn per env and sensor at every reset.
         estimator_magnetometer: run the 9-axis update (with the magnetometer; else 6-axis).
@@ -83,6 +87,10 @@ class AttitudeOptions(IMUOptions):
         estimator_init_error: degrees, about a horizontal axis drawn per env and sensor at every reset
             (with ``"truth"``).
         outputs: the readable fields, in order, among :data:`OUTPUTS`.
+        orientation_noise: the standard deviation of white Gaussian noise added at every step to each
+            component of the orientation outputs (``projected_gravity``, ``quaternion``, ``roll_pitch``),
+            after the estimator: the per-step observation noise Isaac Lab and mjlab configs put on the
+            projected gravity (with ``estimator="none"``: the truth plus that noise).
 
     Example:
         >>> import sensorgym as sg
@@ -100,6 +108,7 @@ class AttitudeOptions(IMUOptions):
     estimator_init: str = "first_sample"
     estimator_init_error: float = 0.0
     outputs: tuple[str, ...] = ("projected_gravity",)
+    orientation_noise: float = 0.0
 
     randomizable: ClassVar[tuple[str, ...]] = (
         *IMUOptions.randomizable, "estimator_beta", "estimator_kp", "estimator_ki",
@@ -135,6 +144,10 @@ class AttitudeOptions(IMUOptions):
                                f"the outputs are distinct names among {tuple(OUTPUTS)}",
                                'pass e.g. outputs=("projected_gravity", "ang_vel")')  # fmt: skip
         object.__setattr__(self, "outputs", outputs)
+        noise = self.orientation_noise
+        if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not (0 <= noise < math.inf):
+            raise option_error(name, "orientation_noise", noise, "it is a standard deviation >= 0",
+                               "pass e.g. orientation_noise=0.02")  # fmt: skip
 
     def gains(self) -> dict[str, Any]:
         """The estimator's gains as its constructor takes them: ``{"beta": ...}`` or ``{"kp", "ki"}``."""
@@ -156,13 +169,23 @@ class _Estimation:
                 "AttitudeOptions the same estimator, estimator_magnetometer and estimator_earth_field."
             )
         from ...estimators import Madgwick, Mahony  # imported when a manager builds one: not by sensorgym
+        from ...estimators._ops import ops_for
 
         kind, self.magnetometer, earth = kinds.pop()
         b, n, device = md.num_envs, len(opts), md.device
         self.b, self.n = b, n
+        self.draws: list[tuple[torch.Tensor, Distribution]] = []
+        self.use_truth = torch.tensor([o.estimator_init == "truth" for o in opts], device=device)
+        self.any_truth = False
+        self._bound: dict[int, tuple] = {}
+        self.estimator: Any = None
+        if kind == "none":  # the truth is the output: no state, nothing drawn
+            self.state = None
+            self.outputs = _Outputs(md, ops_for(md.executor, md.device))
+            return
         rate = 1.0 / md.dt  # the rate only sets the default interval: each sensor's is written below
         if kind == "madgwick":
-            self.estimator: Any = Madgwick(beta=0.0, rate=rate, earth_field=earth)
+            self.estimator = Madgwick(beta=0.0, rate=rate, earth_field=earth)
         else:
             self.estimator = Mahony(kp=0.0, ki=0.0, rate=rate)
         self.state = self.estimator.new_state(b * n, dtype=torch.float32, device=device, executor=md.executor)
@@ -172,22 +195,19 @@ class _Estimation:
         tensors["dt"].view(b, n).copy_(torch.tensor(interval, dtype=torch.float32).expand(b, n))
         #: per gain: its row as (B, n); the distributions a reset draws into their (B, 1) columns
         gains = {g: tensors[g].view(b, n) for g in self.estimator.gain_names}
-        self.draws: list[tuple[torch.Tensor, Distribution]] = []
         for j, o in enumerate(opts):
             for g, value in o.gains().items():
                 if isinstance(value, Distribution):
                     self.draws.append((gains[g][:, j : j + 1], value))
                 else:
                     gains[g][:, j] = value
-        self.use_truth = torch.tensor([o.estimator_init == "truth" for o in opts], device=device)
         self.any_truth = bool(self.use_truth.any())
         self.init_error = torch.tensor(
             [math.radians(o.estimator_init_error) for o in opts], dtype=torch.float64, device=device
         )
         self.axis = torch.zeros(b, n, dtype=torch.float32, device=device)  # the initial error's axis, turns
         self.rows = self.state.storage.T.view(b, n, -1)  # the persistent state with a leading env axis
-        self.outputs = _Outputs(md, self.state)
-        self._bound: dict[int, tuple] = {}
+        self.outputs = _Outputs(md, self.state.ops)
 
     def bind(self, md: Any, data: torch.Tensor) -> tuple:
         """The samples of ``data`` ``(B, n * 9)`` (the measured or the true working buffer) as ``(B n, 3)``
@@ -216,9 +236,9 @@ class _Outputs:
     3, quaternion 4, roll/pitch 2, bias 3, angular velocity 3; only the rows some sensor reads) and
     gathered into the return buffer ``(B, return cols)`` in one op; buffers allocated once."""
 
-    def __init__(self, md: Any, state: Any) -> None:
+    def __init__(self, md: Any, ops: Any) -> None:
         b, n = md.num_envs, len(md.sensors)
-        self.ops, self.array = state.ops, md.array
+        self.ops, self.array = ops, md.array
         wanted = {o for s in md.sensors for o in s.options.outputs}
         self.wanted = [name for name in _FULL if name in wanted]
         self.table = torch.zeros(_FULL_WIDTH, b * n, dtype=torch.float32, device=md.device)
@@ -232,6 +252,11 @@ class _Outputs:
         self.index = flat.reshape(-1).to(md.device)
         self.out = torch.zeros(b, len(cols), dtype=torch.float32, device=md.device)
         self.flat = (self.table_a.reshape(-1), md.array(self.index), md.array(self.out).reshape(-1))
+        # orientation_noise: one standard deviation per return column (0 off the orientation outputs)
+        std = [s.options.orientation_noise * (o in ORIENTATION) for s in md.sensors for o in s.options.outputs
+               for _ in range(OUTPUTS[o])]  # fmt: skip
+        self.noise_std = torch.tensor(std, dtype=torch.float32, device=md.device).expand(b, -1)
+        self.noise = torch.zeros(b, len(cols), dtype=torch.float32, device=md.device) if any(std) else None
         self.lib = np if md.executor == "numpy" else torch
         self.zero_bias = self.array(torch.zeros(3, b * n, dtype=torch.float32, device=md.device))
         # the ground truth's inputs: the true orientation (written by the raw capture) and, for "bias",
@@ -364,7 +389,8 @@ class AttitudeSensor(IMUSensor):
     def _init_metadata(cls, md: Any) -> None:
         super()._init_metadata(md)
         est = md.constants["attitude"] = _Estimation(md)
-        md.extra["attitude_state"] = est.rows  # the estimator's persistent state, env-major
+        if est.state is not None:
+            md.extra["attitude_state"] = est.rows  # the estimator's persistent state, env-major
         sampler = md.imperfections.sampler
         if sampler is not None:
             sampler.decides_early = True  # the estimator consumes the samples taken this step
@@ -397,12 +423,18 @@ class AttitudeSensor(IMUSensor):
                 bias = outputs.true_bias_rows
             return outputs.fill(outputs.truth_rows, bias, gyr.T)
         reset = md.context.reset_mask
-        if reset is not None:  # the state starts at the reset sample, which it then consumes (as `run`)
+        if reset is not None and est.estimator is not None:  # start at the reset sample, then consume it
             _initialize(md, est, parts[0], parts[2], reset[:, None].expand(est.b, est.n).reshape(-1))
-        est.estimator.update(est.state, gyr, acc, mag if est.magnetometer else None, take)  # None: every env
-        arrays = est.state.arrays
-        bias = arrays.bias if hasattr(arrays, "bias") else outputs.zero_bias
-        return outputs.fill(arrays.q, bias, gyr.T)
+        if est.estimator is None:  # estimator "none": the true orientation
+            out = outputs.fill(outputs.truth_rows, outputs.zero_bias, gyr.T)
+        else:
+            est.estimator.update(est.state, gyr, acc, mag if est.magnetometer else None, take)  # None: all
+            arrays = est.state.arrays
+            out = outputs.fill(arrays.q, arrays.bias if hasattr(arrays, "bias") else outputs.zero_bias, gyr.T)
+        if outputs.noise is not None:  # per-step white noise on the orientation outputs
+            md.random.normal_(outputs.noise, None, 0)
+            out.addcmul_(outputs.noise, outputs.noise_std)
+        return out
 
 
 def _reading_type(outputs: tuple[str, ...]) -> type:
