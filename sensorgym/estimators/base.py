@@ -190,10 +190,11 @@ class AttitudeEstimator:
             if mag is not None:
                 ops.copyto(arr.m.v, mag.T)
         else:  # numpy's copies into the same memory, whatever the executor: the same values, faster
-            dispatch.copy(host.g, dispatch.host(gyr).T)
-            dispatch.copy(host.a, dispatch.host(acc).T)
+            to_host = dispatch.host
+            host.g[...] = to_host(gyr).T
+            host.a[...] = to_host(acc).T
             if mag is not None:
-                dispatch.copy(host.m, dispatch.host(mag).T)
+                host.m[...] = to_host(mag).T
         self.step(state, mag is not None, mask)
 
     def step(self, state: EstimatorState, magnetometer: bool, mask: Any = None) -> None:
