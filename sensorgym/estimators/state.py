@@ -70,6 +70,16 @@ class EstimatorState:
             raise ValueError(f"batch={batch!r}: the number of envs must be a positive integer")
         if dtype not in (torch.float32, torch.float64):
             raise ValueError(f"dtype={dtype}: an estimator's state is torch.float32 or torch.float64")
+        #: the constructor's arguments (what a copy rebuilds from, see __reduce__)
+        self._spec = (
+            dict(blocks),
+            tuple(persistent),
+            tuple(padded),
+            int(batch),
+            dtype,
+            str(device),
+            executor,
+        )
         self.ops: Any = ops_for(executor, device)
         self.executor = executor
         self.batch = int(batch)
@@ -112,6 +122,12 @@ class EstimatorState:
             views = {k: rows[self.rows[k] : self.rows[k] + 3] for k in ("g", "a", "m") if k in self.rows}
             self.host = SimpleNamespace(storage=flat, mask=self._mask.numpy(), **views)
 
+    def __reduce__(self) -> tuple[Any, tuple]:
+        """A copy (``copy.deepcopy``, pickle) is a new state over a copy of the memory: its views, recorded
+        steps and bound kernels are made from its own storage (copied as they are, they would still
+        point into the original's)."""
+        return _rebuild, (self._spec, self.storage, self._mask)
+
     @property
     def dtype(self) -> torch.dtype:
         return self.storage.dtype
@@ -135,3 +151,11 @@ class EstimatorState:
             raise KeyError(f"EstimatorState.load_state_dict: missing {sorted(missing)}")
         for name in self.persistent:
             self.tensors[name].copy_(saved[name])
+
+
+def _rebuild(spec: tuple, storage: torch.Tensor, mask: torch.Tensor) -> EstimatorState:
+    blocks, persistent, padded, batch, dtype, device, executor = spec
+    state = EstimatorState(blocks, persistent, padded, batch, dtype=dtype, device=device, executor=executor)
+    state.storage.copy_(storage)
+    state._mask.copy_(mask)
+    return state

@@ -5,7 +5,9 @@ reading zero and masked envs; which route a step takes; and what the kernel cost
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -220,3 +222,28 @@ def test_the_kernel_is_much_cheaper_than_the_tape():
         f.step(state, True)
         times[on] = min(timeit.repeat(lambda: f.step(state, True), number=200, repeat=5))
     assert times[True] < times[False] / 5, times
+
+
+@pytest.mark.parametrize("executor", ["numpy", "torch"])
+def test_a_copied_state_steps_on_its_own_memory(executor):
+    """A deep copy or a pickled copy of a state mid-run continues exactly as the original, on its own
+    memory: the original does not move when the copy steps (its numpy views and bound kernel are made
+    anew, not copied as arrays of the original's memory)."""
+    f = Mahony(kp=1.0, ki=0.5, rate=100.0)
+    steps = _steps(9, 5, 20)
+    state = _state(f, 5, torch.float32, executor, seed=3)
+    conv = torch.from_numpy if executor == "torch" else (lambda x: x)
+    for gyr, acc, mag, _ in steps[:10]:
+        f.update(state, conv(gyr), conv(acc), conv(mag))
+    copies = [copy.deepcopy(state), pickle.loads(pickle.dumps(state))]
+    frozen = state.state_dict()
+    for c in copies:
+        for gyr, acc, mag, mask in steps[10:]:
+            f.update(c, conv(gyr), conv(acc), conv(mag), conv(mask))
+        for name, saved in frozen.items():
+            assert torch.equal(state.tensors[name], saved), name
+    for gyr, acc, mag, mask in steps[10:]:
+        f.update(state, conv(gyr), conv(acc), conv(mag), conv(mask))
+    for c in copies:
+        for name in state.persistent:
+            assert torch.equal(c.tensors[name], state.tensors[name]), name
