@@ -178,6 +178,7 @@ class _Estimation:
         self.use_truth = torch.tensor([o.estimator_init == "truth" for o in opts], device=device)
         self.any_truth = False
         self._bound: dict[int, tuple] = {}
+        self.truth_keys = [truth_key(o) for o in opts]
         self.estimator: Any = None
         if kind == "none":  # the truth is the output: no state, nothing drawn
             self.state = None
@@ -258,18 +259,48 @@ class _Outputs:
         self.noise_std = torch.tensor(std, dtype=torch.float32, device=md.device).expand(b, -1)
         self.noise = torch.zeros(b, len(cols), dtype=torch.float32, device=md.device) if any(std) else None
         self.lib = np if md.executor == "numpy" else torch
-        self.zero_bias = self.array(torch.zeros(3, b * n, dtype=torch.float32, device=md.device))
+        self.zero_bias = torch.zeros(3, b * n, dtype=torch.float32, device=md.device)
         # the ground truth's inputs: the true orientation (written by the raw capture) and, for "bias",
         # the gyroscope's bias error, summed into a buffer of its own
         self.truth = torch.zeros(b, n, 4, dtype=torch.float32, device=md.device)
         self.truth_a = md.array(self.truth)  # written from the sub-envs' numpy arrays
-        self.truth_rows = self.array(self.truth.view(-1, 4).T)
+        self.truth_rows = self.truth.view(-1, 4).T
         self.true_bias = torch.zeros(b, n * 9, dtype=torch.float32, device=md.device)
-        self.true_bias_rows = self.array(self.true_bias.view(b * n, 9)[:, 3:6].T)
+        self.true_bias_rows = self.true_bias.view(b * n, 9)[:, 3:6].T
+        # the compiled fill (attitude_kernel) on CPU memory where numba is there; else the ops below
+        self.kernel, self.n, self._views = _kernel(md.device), n, {}
+        if self.kernel is not None:
+            kinds = {name: i for i, name in enumerate(_FULL)}
+            plan = [(kinds[o], j, k) for j, s in enumerate(md.sensors) for o in s.options.outputs
+                    for k in range(OUTPUTS[o])]  # fmt: skip
+            self.plan, self.out_np = np.array(plan, dtype=np.int64).reshape(-1, 3), self.out.numpy()
+            self.ang_np = self.table.numpy()[:3]  # roll/pitch's arguments: then the executor's functions
+            self.consts = _kernel_consts()
+            self.angles = self.table[3:5]
 
-    def fill(self, q: Any, bias: Any, gyr: Any) -> torch.Tensor:
-        """The outputs from the orientations ``q`` ``(4, B n)``, biases and rates ``(3, B n)`` (arrays of
-        the executor); returns the return buffer."""
+    def _view(self, t: torch.Tensor, host: bool) -> Any:
+        """``t`` as a numpy array (``host``: for the kernel) or an array of the executor; made once per
+        tensor (the tensors passed are the state's and the buffers' own views, which persist)."""
+        key = (id(t), host)
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = (t.numpy() if host else self.array(t), t)
+        return view[0]
+
+    def fill(self, q: torch.Tensor, bias: torch.Tensor, gyr: torch.Tensor) -> torch.Tensor:
+        """The outputs from the orientations ``q`` ``(4, B n)``, biases ``(3, B n)`` and rates
+        ``(B n, 3)`` (views of the state and the working buffers); returns the return buffer."""
+        if self.kernel is not None:
+            fill, scatter = self.kernel
+            fill(self._view(q, True), self._view(bias, True), self._view(gyr, True), self.plan, self.n,
+                 self.consts, self.out_np, self.ang_np)  # fmt: skip
+            if "roll_pitch" in self.wanted:
+                a, angles = self.table_a, self._view(self.angles, False)
+                _atan2(self.lib, a[0], a[1], angles[0])
+                _asin(self.lib, a[2], angles[1])
+                scatter(self.table.numpy()[3:5], self.plan, self.n, self.out_np)
+            return self.out
+        q, bias, gyr = self._view(q, False), self._view(bias, False), self._view(gyr, False).T
         ops, t, sc = self.ops, self.table_a, self.scratch_a
         for name in self.wanted:
             at = _OFFSETS[name]
@@ -330,6 +361,23 @@ def _asin(lib: Any, x: Any, out: Any) -> None:
         torch.asin(x, out=out)
 
 
+def _kernel(device: torch.device) -> Any:
+    """The compiled fill where it can run (CPU memory, numba importable, kernels on), else None."""
+    from ...estimators import dispatch
+
+    if torch.device(device).type != "cpu" or not dispatch.enabled or not dispatch.kernels_available():
+        return None
+    from .attitude_kernel import fill, scatter
+
+    return fill, scatter
+
+
+def _kernel_consts() -> np.ndarray:
+    from .attitude_kernel import CONSTS
+
+    return CONSTS
+
+
 def _interval(period: Any, dt: float) -> float:
     """A sensor's sample interval: its period when it samples slower than ``dt`` (a randomized period: its
     largest value), else ``dt``."""
@@ -373,13 +421,13 @@ class AttitudeSensor(IMUSensor):
     def _check_state(cls, state: Any, md: Any) -> None:
         super()._check_state(state, md)
         shape = (md.num_envs, 4)
-        for s in md.sensors:
-            found = state.get(truth_key(s.options)) if hasattr(state, "get") else None
-            if found is None or tuple(np.shape(found)) != shape:
+        for key in md.constants["attitude"].truth_keys:
+            found = state.get(key) if hasattr(state, "get") else None
+            if getattr(found, "shape", None) != shape and (found is None or tuple(np.shape(found)) != shape):
                 got = "nothing" if found is None else f"shape {tuple(np.shape(found))}"
                 raise ValueError(
-                    f"sensor {s.name!r} (AttitudeSensor) needs its IMU frame's true orientation "
-                    f"{truth_key(s.options)!r} of shape {shape} in the state (measured inside each sub-env); "
+                    f"an AttitudeSensor needs its IMU frame's true orientation {key!r} of shape {shape} in "
+                    "the state (measured inside each sub-env); "
                     "got " + got + ". Fix: build the env with make_sensor_vec(...) or add "
                     "SimStateExtractor(env, sensors) with these options to every sub-env."
                 )
@@ -403,13 +451,14 @@ class AttitudeSensor(IMUSensor):
     @classmethod
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         super()._update_raw_data(state, md, raw)
-        outputs = md.constants["attitude"].outputs
-        for j, s in enumerate(md.sensors):
-            src = state[truth_key(s.options)]
-            if isinstance(src, np.ndarray) and isinstance(outputs.truth_a, np.ndarray):
-                np.copyto(outputs.truth_a[:, j], src)
+        est = md.constants["attitude"]
+        truth, truth_a = est.outputs.truth, est.outputs.truth_a
+        for j, key in enumerate(est.truth_keys):
+            src = state[key]
+            if type(src) is np.ndarray and type(truth_a) is np.ndarray:
+                np.copyto(truth_a[:, j], src)
             else:
-                outputs.truth[:, j].copy_(torch.as_tensor(src))
+                truth[:, j].copy_(torch.as_tensor(src))
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
@@ -421,16 +470,16 @@ class AttitudeSensor(IMUSensor):
             if "bias" in outputs.wanted:
                 _true_gyro_bias(md, outputs.true_bias)
                 bias = outputs.true_bias_rows
-            return outputs.fill(outputs.truth_rows, bias, gyr.T)
+            return outputs.fill(outputs.truth_rows, bias, parts[1])
         reset = md.context.reset_mask
         if reset is not None and est.estimator is not None:  # start at the reset sample, then consume it
             _initialize(md, est, parts[0], parts[2], reset[:, None].expand(est.b, est.n).reshape(-1))
         if est.estimator is None:  # estimator "none": the true orientation
-            out = outputs.fill(outputs.truth_rows, outputs.zero_bias, gyr.T)
+            out = outputs.fill(outputs.truth_rows, outputs.zero_bias, parts[1])
         else:
             est.estimator.update(est.state, gyr, acc, mag if est.magnetometer else None, take)  # None: all
-            arrays = est.state.arrays
-            out = outputs.fill(arrays.q, arrays.bias if hasattr(arrays, "bias") else outputs.zero_bias, gyr.T)
+            rows = est.state.tensors
+            out = outputs.fill(rows["q"], rows.get("bias", outputs.zero_bias), parts[1])
         if outputs.noise is not None:  # per-step white noise on the orientation outputs
             md.random.normal_(outputs.noise, None, 0)
             out.addcmul_(outputs.noise, outputs.noise_std)
