@@ -251,29 +251,32 @@ class _Outputs:
                 cols += [(_OFFSETS[o] + k) * b * n + j for k in range(OUTPUTS[o])]
         flat = torch.tensor(cols, dtype=torch.long).view(1, -1) + n * torch.arange(b).view(-1, 1)
         self.index = flat.reshape(-1).to(md.device)
-        self.out = torch.zeros(b, len(cols), dtype=torch.float32, device=md.device)
-        self.flat = (self.table_a.reshape(-1), md.array(self.index), md.array(self.out).reshape(-1))
+        self.width = len(cols)
+        self.flat = (self.table_a.reshape(-1), md.array(self.index))
         # orientation_noise: one standard deviation per return column (0 off the orientation outputs)
         std = [s.options.orientation_noise * (o in ORIENTATION) for s in md.sensors for o in s.options.outputs
                for _ in range(OUTPUTS[o])]  # fmt: skip
         self.noise_std = torch.tensor(std, dtype=torch.float32, device=md.device).expand(b, -1)
-        self.noise = torch.zeros(b, len(cols), dtype=torch.float32, device=md.device) if any(std) else None
+        self.noise = torch.zeros(b, self.width, dtype=torch.float32, device=md.device) if any(std) else None
         self.lib = np if md.executor == "numpy" else torch
         self.zero_bias = torch.zeros(3, b * n, dtype=torch.float32, device=md.device)
         # the ground truth's inputs: the true orientation (written by the raw capture) and, for "bias",
         # the gyroscope's bias error, summed into a buffer of its own
         self.truth = torch.zeros(b, n, 4, dtype=torch.float32, device=md.device)
-        self.truth_a = md.array(self.truth)  # written from the sub-envs' numpy arrays
+        # written from the sub-envs' numpy arrays: through a numpy view where the memory is the CPU's
+        self.truth_host = self.truth.numpy() if self.truth.device.type == "cpu" else None
         self.truth_rows = self.truth.view(-1, 4).T
         self.true_bias = torch.zeros(b, n * 9, dtype=torch.float32, device=md.device)
         self.true_bias_rows = self.true_bias.view(b * n, 9)[:, 3:6].T
         # the compiled fill (attitude_kernel) on CPU memory where numba is there; else the ops below
         self.kernel, self.n, self._views = _kernel(md.device), n, {}
         if self.kernel is not None:
-            kinds = {name: i for i, name in enumerate(_FULL)}
-            plan = [(kinds[o], j, k) for j, s in enumerate(md.sensors) for o in s.options.outputs
-                    for k in range(OUTPUTS[o])]  # fmt: skip
-            self.plan, self.out_np = np.array(plan, dtype=np.int64).reshape(-1, 3), self.out.numpy()
+            plan, col = [], 0
+            for j, s in enumerate(md.sensors):  # one block per (sensor, output): (output, sensor, column)
+                for o in s.options.outputs:
+                    plan.append((_FULL.index(o), j, col))
+                    col += OUTPUTS[o]
+            self.plan = np.array(plan, dtype=np.int64).reshape(-1, 3)
             self.ang_np = self.table.numpy()[:3]  # roll/pitch's arguments: then the executor's functions
             self.consts = _kernel_consts()
             self.angles = self.table[3:5]
@@ -287,19 +290,21 @@ class _Outputs:
             view = self._views[key] = (t.numpy() if host else self.array(t), t)
         return view[0]
 
-    def fill(self, q: torch.Tensor, bias: torch.Tensor, gyr: torch.Tensor) -> torch.Tensor:
+    def fill(self, q: torch.Tensor, bias: torch.Tensor, gyr: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """The outputs from the orientations ``q`` ``(4, B n)``, biases ``(3, B n)`` and rates
-        ``(B n, 3)`` (views of the state and the working buffers); returns the return buffer."""
+        ``(B n, 3)`` (views of the state and the working buffers) into ``out`` ``(B, return columns)``
+        (the ring's slot: nothing to copy after); returns ``out``."""
         if self.kernel is not None:
             fill, scatter = self.kernel
+            out_np = self._view(out, True)
             fill(self._view(q, True), self._view(bias, True), self._view(gyr, True), self.plan, self.n,
-                 self.consts, self.out_np, self.ang_np)  # fmt: skip
+                 self.consts, out_np, self.ang_np)  # fmt: skip
             if "roll_pitch" in self.wanted:
                 a, angles = self.table_a, self._view(self.angles, False)
                 _atan2(self.lib, a[0], a[1], angles[0])
                 _asin(self.lib, a[2], angles[1])
-                scatter(self.table.numpy()[3:5], self.plan, self.n, self.out_np)
-            return self.out
+                scatter(self.table.numpy()[3:5], self.plan, self.n, out_np)
+            return out
         q, bias, gyr = self._view(q, False), self._view(bias, False), self._view(gyr, False).T
         ops, t, sc = self.ops, self.table_a, self.scratch_a
         for name in self.wanted:
@@ -341,10 +346,10 @@ class _Outputs:
             else:
                 ops.copyto(t[at : at + 3], gyr)
         if self.lib is np:
-            np.take(*self.flat[:2], out=self.flat[2])
+            np.take(*self.flat, out=self._view(out, False).reshape(-1))
         else:
-            torch.index_select(self.table.view(-1), 0, self.index, out=self.out.view(-1))
-        return self.out
+            torch.index_select(self.table.view(-1), 0, self.index, out=out.view(-1))
+        return out
 
 
 def _atan2(lib: Any, y: Any, x: Any, out: Any) -> None:
@@ -452,11 +457,11 @@ class AttitudeSensor(IMUSensor):
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         super()._update_raw_data(state, md, raw)
         est = md.constants["attitude"]
-        truth, truth_a = est.outputs.truth, est.outputs.truth_a
+        truth, host = est.outputs.truth, est.outputs.truth_host
         for j, key in enumerate(est.truth_keys):
             src = state[key]
-            if type(src) is np.ndarray and type(truth_a) is np.ndarray:
-                np.copyto(truth_a[:, j], src)
+            if type(src) is np.ndarray and host is not None:
+                np.copyto(host[:, j], src)
             else:
                 truth[:, j].copy_(torch.as_tensor(src))
 
@@ -470,16 +475,16 @@ class AttitudeSensor(IMUSensor):
             if "bias" in outputs.wanted:
                 _true_gyro_bias(md, outputs.true_bias)
                 bias = outputs.true_bias_rows
-            return outputs.fill(outputs.truth_rows, bias, parts[1])
+            return outputs.fill(outputs.truth_rows, bias, parts[1], timeline.at(0))
         reset = md.context.reset_mask
         if reset is not None and est.estimator is not None:  # start at the reset sample, then consume it
             _initialize(md, est, parts[0], parts[2], reset[:, None].expand(est.b, est.n).reshape(-1))
         if est.estimator is None:  # estimator "none": the true orientation
-            out = outputs.fill(outputs.truth_rows, outputs.zero_bias, parts[1])
+            out = outputs.fill(outputs.truth_rows, outputs.zero_bias, parts[1], timeline.at(0))
         else:
             est.estimator.update(est.state, gyr, acc, mag if est.magnetometer else None, take)  # None: all
             rows = est.state.tensors
-            out = outputs.fill(rows["q"], rows.get("bias", outputs.zero_bias), parts[1])
+            out = outputs.fill(rows["q"], rows.get("bias", outputs.zero_bias), parts[1], timeline.at(0))
         if outputs.noise is not None:  # per-step white noise on the orientation outputs
             md.random.normal_(outputs.noise, None, 0)
             out.addcmul_(outputs.noise, outputs.noise_std)

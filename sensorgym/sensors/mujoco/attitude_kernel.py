@@ -11,9 +11,9 @@ routes give the same bits (tests/sensors/test_attitude_kernel.py), and the op ro
 measured) and from torch's, so :func:`fill` writes their arguments into ``ang`` ``(3, B n)`` and the
 executor's own functions finish them (``_Outputs.fill``), :func:`scatter` placing them.
 
-A column's recipe is a row of ``plan`` ``(C, 3)``: the output (0 projected gravity, 1 quaternion,
-2 roll/pitch, 3 bias, 4 rate), the sensor ``j`` and the component; env ``b``'s sensor ``j`` is column
-``b n + j`` of the rows ``q`` ``(4, B n)`` and ``bias`` ``(3, B n)`` and row ``b n + j`` of ``gyr``
+An output block's recipe is a row of ``plan``: the output (0 projected gravity, 1 quaternion, 2
+roll/pitch, 3 bias, 4 rate), the sensor ``j`` and its first return column; env ``b``'s sensor ``j`` is
+column ``b n + j`` of the rows ``q`` ``(4, B n)`` and ``bias`` ``(3, B n)`` and row ``b n + j`` of ``gyr``
 ``(B n, 3)``.
 """
 
@@ -39,42 +39,48 @@ def fill(
     out: np.ndarray,
     ang: np.ndarray,
 ) -> None:
-    """``out[b, col]`` for every env and return column but roll/pitch's, whose ``atan2`` arguments go to
-    ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module docstring)."""
+    """Every output block ``plan[i] = (output, sensor j, first column)`` of every env into ``out``, but
+    roll/pitch's, whose ``atan2`` arguments go to ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module
+    docstring). One loop over the envs per block: no branch inside it."""
     two, mtwo, one, mone = c[0], c[1], c[2], c[3]
-    for b in range(out.shape[0]):
-        for col in range(out.shape[1]):
-            kind, j, k = plan[col, 0], plan[col, 1], plan[col, 2]
-            r = b * n + j
-            q0, q1, q2, q3 = q[0, r], q[1, r], q[2, r], q[3, r]
-            if kind == 0:  # R(q)^T [0, 0, -1]
-                if k == 0:
-                    v = (q0 * q2 - q1 * q3) * two
-                elif k == 1:
-                    v = (q2 * q3 + q0 * q1) * mtwo
-                else:
-                    v = ((q1 * q1 + q2 * q2) - q0 * q0) - q3 * q3
-            elif kind == 1:
-                v = q[k, r]
-            elif kind == 2:  # the arguments only: the executor's atan2 and asin finish them
-                if k == 0:
-                    ang[0, r] = (q0 * q1 + q2 * q3) * two
-                    ang[1, r] = (q1 * q1 + q2 * q2) * mtwo + one
-                else:
-                    s = (q0 * q2 - q1 * q3) * two
-                    ang[2, r] = mone if s < mone else (one if s > one else s)
-                continue
-            elif kind == 3:
-                v = bias[k, r]
-            else:
-                v = gyr[r, k]
-            out[b, col] = v
+    for i in range(plan.shape[0]):
+        kind, j, col = plan[i, 0], plan[i, 1], plan[i, 2]
+        if kind == 0:  # R(q)^T [0, 0, -1]
+            for b in range(out.shape[0]):
+                r = b * n + j
+                q0, q1, q2, q3 = q[0, r], q[1, r], q[2, r], q[3, r]
+                out[b, col] = (q0 * q2 - q1 * q3) * two
+                out[b, col + 1] = (q2 * q3 + q0 * q1) * mtwo
+                out[b, col + 2] = ((q1 * q1 + q2 * q2) - q0 * q0) - q3 * q3
+        elif kind == 1:
+            for b in range(out.shape[0]):
+                r = b * n + j
+                out[b, col], out[b, col + 1] = q[0, r], q[1, r]
+                out[b, col + 2], out[b, col + 3] = q[2, r], q[3, r]
+        elif kind == 2:  # the arguments only: the executor's atan2 and asin finish them
+            for b in range(out.shape[0]):
+                r = b * n + j
+                q0, q1, q2, q3 = q[0, r], q[1, r], q[2, r], q[3, r]
+                ang[0, r] = (q0 * q1 + q2 * q3) * two
+                ang[1, r] = (q1 * q1 + q2 * q2) * mtwo + one
+                s = (q0 * q2 - q1 * q3) * two
+                ang[2, r] = mone if s < mone else (one if s > one else s)
+        elif kind == 3:
+            for b in range(out.shape[0]):
+                r = b * n + j
+                out[b, col], out[b, col + 1], out[b, col + 2] = bias[0, r], bias[1, r], bias[2, r]
+        else:
+            for b in range(out.shape[0]):
+                r = b * n + j
+                out[b, col], out[b, col + 1], out[b, col + 2] = gyr[r, 0], gyr[r, 1], gyr[r, 2]
 
 
 @njit(cache=True, error_model="numpy")
 def scatter(angles: np.ndarray, plan: np.ndarray, n: int, out: np.ndarray) -> None:
     """Roll/pitch ``angles`` ``(2, B n)`` into their return columns of ``out``."""
-    for b in range(out.shape[0]):
-        for col in range(out.shape[1]):
-            if plan[col, 0] == 2:
-                out[b, col] = angles[plan[col, 2], b * n + plan[col, 1]]
+    for i in range(plan.shape[0]):
+        if plan[i, 0] == 2:
+            j, col = plan[i, 1], plan[i, 2]
+            for b in range(out.shape[0]):
+                out[b, col] = angles[0, b * n + j]
+                out[b, col + 1] = angles[1, b * n + j]
