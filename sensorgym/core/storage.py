@@ -440,6 +440,7 @@ class ClassStorage:
         self.params.resample(mask)
         if self.sampler is not None:
             self.sampler.resample(mask)
+        self.md.imperfections.redraw(mask)  # what an error term draws at a reset (a replay's offsets)
         if self._redrawn:  # the error terms' tables derived from a value just drawn
             self.md.imperfections.refresh(self._redrawn)
 
