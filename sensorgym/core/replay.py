@@ -55,9 +55,11 @@ __all__ = [
     "EXCLUSIVE",
     "RESIDUALS_KEYS",
     "Header",
+    "advance_of",
     "check_replay",
     "check_replay_channels",
     "check_replay_rate",
+    "component_source",
     "load_channel",
     "read_header",
     "replay_columns",
@@ -105,13 +107,9 @@ def write_residuals(path: str | os.PathLike, sample_interval: float, channels: M
     return Path(path)
 
 
-_HEADERS: dict[tuple, Header] = {}
+#: the channels read, by file, channel and the CRC-32 the zip directory gives the channel's array (a file
+#: rewritten with other values reads afresh, whenever it was rewritten)
 _SAMPLES: dict[tuple, np.ndarray] = {}
-
-
-def _key(path: str) -> tuple:
-    st = os.stat(path)
-    return (os.path.realpath(path), st.st_mtime_ns, st.st_size)
 
 
 def _open(path: str, what: str) -> Any:
@@ -128,15 +126,8 @@ def _open(path: str, what: str) -> Any:
 
 
 def read_header(path: str, what: str) -> Header:
-    """The ``T_s`` and channel names of the recording ``path`` (cached per file version); ``what`` starts
-    every message (the option and its value)."""
-    try:
-        key = _key(path)
-    except OSError:
-        raise ValueError(f"{what}: no such file. Fix: {_FIX_FILE}.") from None
-    known = _HEADERS.get(key)
-    if known is not None:
-        return known
+    """The ``T_s`` and channel names of the recording ``path``; ``what`` starts every message (the option
+    and its value)."""
     with _open(path, what) as archive:
         missing = [k for k in RESIDUALS_KEYS if k not in archive.files]
         if missing:
@@ -164,20 +155,20 @@ def read_header(path: str, what: str) -> Header:
             raise ValueError(
                 f"{what}: the file names channel {absent[0]!r} but holds no array of it. Fix: {_FIX_FILE}."
             )
-    header = _HEADERS[key] = Header(t_s, channels)
-    return header
+    return Header(t_s, channels)
 
 
 def load_channel(path: str, channel: str, what: str) -> np.ndarray:
-    """The float64 samples of ``channel`` in the recording ``path`` (cached per file version), refused in
-    one line unless a non-empty 1-D array of finite numbers."""
-    key = (*_key(path), channel)
-    known = _SAMPLES.get(key)
-    if known is not None:
-        return known
+    """The float64 samples of ``channel`` in the recording ``path`` (cached by the CRC of its array), refused
+    in one line unless a non-empty 1-D array of finite numbers."""
     with _open(path, what) as archive:
         if channel not in archive.files:
             raise ValueError(f"{what}: the file holds no channel {channel!r}. Fix: {_FIX_FILE}.")
+        member = archive.zip.getinfo(f"{channel}.npy")
+        key = (os.path.realpath(path), channel, member.CRC, member.file_size)
+        known = _SAMPLES.get(key)
+        if known is not None:
+            return known
         try:
             values = archive[channel]
         except ValueError as e:
@@ -362,6 +353,27 @@ def check_replay_rate(options: Any, dt: float) -> None:
     replay = getattr(options, "replay", None)
     for path in dict.fromkeys(p for p in _per_component(replay) if p is not None):
         _advance(_what(options, "replay", replay), options.update_period, path, dt)
+
+
+def component_source(options: Any, component: int) -> tuple[str, str] | None:
+    """``(path, channel)`` of the recording component ``component`` of the options replays, or None."""
+    replay = getattr(options, "replay", None)
+    if replay is None:
+        return None
+    paths = _per_component(replay)
+    path = paths[component if len(paths) > 1 else 0]
+    if path is None:
+        return None
+    channels = options.replay_channels
+    if channels is None:
+        channels = read_header(path, f"{_what(options, 'replay', replay)} is invalid: {path!r}").channels
+    return path, channels[component]
+
+
+def advance_of(options: Any, path: str, dt: float) -> int:
+    """Recorded samples a due sample of the sensor advances in the recording ``path`` at control step
+    ``dt`` (refused in one line as at ``add_sensor``)."""
+    return _advance(_what(options, "replay", options.replay), options.update_period, path, dt)
 
 
 # -- what a class's plan makes of them -----------------------------------------------------------------------
