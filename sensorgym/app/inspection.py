@@ -36,6 +36,7 @@ from .inspect_estimate import episode_steps, estimate_channel, estimate_sampled
 from .inspect_latency import compare_latency
 from .inspect_plot import plot_sampling, plot_traces, sampling_path
 from .inspect_record import Recording, record_traces
+from .inspect_replay import wrapped_episodes
 
 __all__ = [
     "InspectResult",
@@ -154,7 +155,10 @@ def run_inspect(
         row = _estimate(cfg, rec, c, sensor, component, dt, max_lag)
         entry = {"channel": name, **row}
         if sensor in cfg.sensors:
-            entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z))
+            wraps = wrapped_episodes(rec.replay[sensor], rec.resets) if sensor in rec.replay else None
+            entry.update(
+                compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z, replay_wraps=wraps)
+            )
         summary.append(entry)
     if rec.actions is not None and cfg.latency is not None:
         summary.append(compare_latency(cfg.latency, rec.actions, dt))
