@@ -1,4 +1,4 @@
-"""Replayed real errors (SPEC §5.4; docs/error_model.md, "Replayed real errors").
+"""Replayed real errors (docs/error_model.md, "Replayed real errors").
 
 A component whose options name a recording (``replay``: an NPZ that ``sensorgym fit --residuals`` writes,
 the residuals of a real sensor's log at rest) takes its white noise, drift and filtering from that
@@ -70,7 +70,7 @@ __all__ = [
 RESIDUALS_KEYS = ("T_s", "channels")
 #: the options a replayed component takes from its recording (combining them is refused)
 EXCLUSIVE = ("noise", "noise_density", "random_walk", "random_walk_density", "bias_instability", "bandwidth")
-#: how far the sensor's sample interval may lie from a whole multiple of the recording's (SPEC §5.4)
+#: how far the sensor's sample interval may lie from the recording's, or a whole multiple of it
 RATE_TOLERANCE = 0.01
 _WHOLE = 1e-6  # own samples per control step (dt / T_s below dt) must be a whole number this closely
 

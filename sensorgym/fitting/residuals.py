@@ -1,4 +1,4 @@
-"""``sensorgym fit ... --residuals FILE``: a log's own errors at rest, for a sensor to replay (SPEC §5.4).
+"""``sensorgym fit ... --residuals FILE``: a log's own errors at rest, for a sensor to replay.
 
 The file (NPZ, loadable with ``allow_pickle=False``; its layout is :mod:`sensorgym.core.replay`'s) holds
 ``T_s`` (the log's sample interval, s), ``channels`` (the names, in ``--channels`` order) and per channel
