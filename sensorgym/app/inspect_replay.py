@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.replay import advance_of, component_source, load_channel, read_header
+from ..core.recording import load_channel, read_header
+from ..core.replay import advance_of, component_source
 from .inspect_options import as_number, option_component
 
 __all__ = ["replay_rows", "wrapped_episodes"]

@@ -418,15 +418,6 @@ class ParameterTable:
                     f"{density} are two units of the same error term. Fix: set {name} only on components "
                     f"whose {density} is 0 in the options, or give {name} in the options instead."
                 )
-        replay = self.sensors[s.index].settings.get("replay")
-        if replay is not None and name in ("noise", "random_walk"):
-            replayed = torch.tensor([p is not None for p in _per_component(replay)], device=v.device)
-            if bool(((v != 0) & replayed).any()):  # the recording holds the noise and the drift
-                raise ValueError(
-                    f"{type(s).__name__}.set_{name}({value!r}): sensor {s.name!r} has replay={replay!r} on "
-                    f"these components, which takes their white noise and drift from the recording. Fix: set "
-                    f"{name} only on components that replay nothing, or leave replay out of the options."
-                )
         target[rows, sl] = v
         components = self.components
         if bool((v != 0).any()):

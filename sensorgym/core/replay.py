@@ -5,10 +5,8 @@ the residuals of a real sensor's log at rest) takes its white noise, drift and f
 recording instead of the parametric terms: each sample of the sensor takes the next recorded sample, from
 an offset drawn per env at every reset; the index wraps at the recording's end.
 
-This module holds, in one place:
+This module holds (the file itself is :mod:`sensorgym.core.recording`'s):
 
-* the file's layout (:data:`RESIDUALS_KEYS`; :func:`write_residuals` writes it, :func:`read_header` and
-  :func:`load_channel` read it, refusing in one line a file that is not one);
 * the checks of the options ``replay`` and ``replay_channels`` (:func:`check_replay`,
   :func:`check_replay_channels`, :func:`check_replay_rate`), which ``SimpleSensorOptions`` runs;
 * what a class's plan makes of them (:func:`replay_columns`: per component its samples and how many
@@ -22,7 +20,7 @@ written once against the array namespace (:mod:`sensorgym.core.xp`): both execut
 Example: a one-channel recording replayed from env 0's drawn offset on
     >>> import numpy as np, torch, tempfile, pathlib, sensorgym as sg
     >>> from sensorgym.core import diagnostics
-    >>> from sensorgym.core.replay import write_residuals
+    >>> from sensorgym.core.recording import write_residuals
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "rest.npz"
     >>> _ = write_residuals(path, 0.02, {"gyro_x": np.arange(10.0) - 4.5})
     >>> mgr = sg.SensorManager(num_envs=1, dt=0.02, seed=0)
@@ -40,156 +38,31 @@ Example: a one-channel recording replayed from env 0's drawn offset on
 from __future__ import annotations
 
 import difflib
-import math
 import os
-import zipfile
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from .recording import load_channel, read_header
+
 __all__ = [
     "EXCLUSIVE",
-    "RESIDUALS_KEYS",
-    "Header",
     "advance_of",
     "check_replay",
     "check_replay_channels",
     "check_replay_rate",
     "component_source",
-    "load_channel",
-    "read_header",
+    "refuse_setter",
     "replay_columns",
-    "write_residuals",
 ]
 
-#: the file's pinned names besides one array per channel: the sample interval (s) and the channel names
-RESIDUALS_KEYS = ("T_s", "channels")
 #: the options a replayed component takes from its recording (combining them is refused)
 EXCLUSIVE = ("noise", "noise_density", "random_walk", "random_walk_density", "bias_instability", "bandwidth")
 #: how far the sensor's sample interval may lie from the recording's, or a whole multiple of it
 RATE_TOLERANCE = 0.01
 _WHOLE = 1e-6  # own samples per control step (dt / T_s below dt) must be a whole number this closely
-
-_FIX_FILE = "pass the NPZ that `sensorgym fit LOG --channels ... --residuals FILE` wrote"
-
-
-# -- the file -----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Header:
-    """A recording's sample interval ``T_s`` (s) and its channel names, in the file's order."""
-
-    sample_interval: float
-    channels: tuple[str, ...]
-
-
-def write_residuals(path: str | os.PathLike, sample_interval: float, channels: Mapping[str, Any]) -> Path:
-    """Write a recording to ``path`` (returned): ``T_s``, ``channels`` (a string array of the names, in
-    order) and per channel one float64 array named as the channel (loadable with ``allow_pickle=False``)."""
-    names = list(channels)
-    for name in names:
-        if name in RESIDUALS_KEYS:
-            raise ValueError(
-                f"write_residuals: a channel named {name!r} would overwrite the file's own {name!r} array. "
-                "Fix: rename the channel (e.g. with the log's column name)."
-            )
-    arrays = {name: np.asarray(channels[name], dtype=np.float64).reshape(-1) for name in names}
-    # np.savez names each array's zip entry by its key: any string, slashes and spaces included
-    np.savez(
-        Path(path),
-        T_s=np.float64(sample_interval),
-        channels=np.array(names, dtype=np.str_),
-        **arrays,
-    )
-    return Path(path)
-
-
-#: the channels read, by file, channel and the CRC-32 the zip directory gives the channel's array (a file
-#: rewritten with other values reads afresh, whenever it was rewritten)
-_SAMPLES: dict[tuple, np.ndarray] = {}
-
-
-def _open(path: str, what: str) -> Any:
-    """``np.load`` of a recording, refusing in one line a file that is not one."""
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ValueError(f"{what}: no such file. Fix: {_FIX_FILE}.") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise ValueError(f"{what}: not a recording NPZ ({e}). Fix: {_FIX_FILE}.") from None
-    if not hasattr(archive, "files"):
-        raise ValueError(f"{what}: a single array, not a recording NPZ. Fix: {_FIX_FILE}.")
-    return archive
-
-
-def read_header(path: str, what: str) -> Header:
-    """The ``T_s`` and channel names of the recording ``path``; ``what`` starts every message (the option
-    and its value)."""
-    with _open(path, what) as archive:
-        missing = [k for k in RESIDUALS_KEYS if k not in archive.files]
-        if missing:
-            raise ValueError(
-                f"{what}: the file has no {' and no '.join(repr(k) for k in missing)} array (it holds "
-                f"{sorted(archive.files)[:8]}). Fix: {_FIX_FILE}."
-            )
-        try:
-            interval, names = archive["T_s"], archive["channels"]
-        except ValueError as e:  # an object array: allow_pickle=False refuses it
-            raise ValueError(f"{what}: {e}. Fix: {_FIX_FILE}.") from None
-        t_s = float(interval.reshape(-1)[0]) if interval.size == 1 and interval.dtype.kind in "fiu" else None
-        if t_s is None or not (math.isfinite(t_s) and t_s > 0):
-            raise ValueError(
-                f"{what}: its T_s {interval.tolist()!r} is not one positive number of seconds. "
-                f"Fix: {_FIX_FILE}."
-            )
-        if names.ndim != 1 or names.dtype.kind not in "US" or names.size == 0:
-            raise ValueError(
-                f"{what}: its 'channels' is not a non-empty 1-D array of names. Fix: {_FIX_FILE}."
-            )
-        channels = tuple(str(n) for n in names.tolist())
-        absent = [c for c in channels if c not in archive.files]
-        if absent:
-            raise ValueError(
-                f"{what}: the file names channel {absent[0]!r} but holds no array of it. Fix: {_FIX_FILE}."
-            )
-    return Header(t_s, channels)
-
-
-def load_channel(path: str, channel: str, what: str) -> np.ndarray:
-    """The float64 samples of ``channel`` in the recording ``path`` (cached by the CRC of its array), refused
-    in one line unless a non-empty 1-D array of finite numbers."""
-    with _open(path, what) as archive:
-        if channel not in archive.files:
-            raise ValueError(f"{what}: the file holds no channel {channel!r}. Fix: {_FIX_FILE}.")
-        member = archive.zip.getinfo(f"{channel}.npy")
-        key = (os.path.realpath(path), channel, member.CRC, member.file_size)
-        known = _SAMPLES.get(key)
-        if known is not None:
-            return known
-        try:
-            values = archive[channel]
-        except ValueError as e:
-            raise ValueError(f"{what}: channel {channel!r}: {e}. Fix: {_FIX_FILE}.") from None
-    if values.ndim != 1 or values.size == 0 or values.dtype.kind not in "fiu":
-        raise ValueError(
-            f"{what}: channel {channel!r} is not a non-empty 1-D array of numbers (shape {values.shape}, "
-            f"dtype {values.dtype}). Fix: {_FIX_FILE}."
-        )
-    values = values.astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if len(bad):
-        raise ValueError(
-            f"{what}: channel {channel!r} holds {values[bad[0]]} at sample {bad[0]}; a recording is finite. "
-            f"Fix: {_FIX_FILE}."
-        )
-    values.setflags(write=False)
-    if len(_SAMPLES) > 64:  # a few recordings per process: keep the cache from growing without end
-        _SAMPLES.clear()
-    _SAMPLES[key] = values
-    return values
 
 
 # -- the options' checks (run by SimpleSensorOptions, in its field order) -----------------------------------
@@ -376,6 +249,23 @@ def advance_of(options: Any, path: str, dt: float) -> int:
     return _advance(_what(options, "replay", options.replay), options.update_period, path, dt)
 
 
+def refuse_setter(sensor: Any, name: str, value: Any, replay: Any) -> None:
+    """``set_noise`` / ``set_random_walk`` of ``sensor`` with ``value``: refused where it would be non-zero on
+    a component that replays (``replay``: the sensor's option). A value that does not broadcast is left to
+    the setter's own check."""
+    replayed = np.array([p is not None for p in _per_component(replay)])
+    try:
+        hit = bool(np.any((np.asarray(value, dtype=float) != 0) & replayed))
+    except (TypeError, ValueError):
+        return
+    if hit:
+        raise ValueError(
+            f"{type(sensor).__name__}.set_{name}({value!r}): sensor {sensor.name!r} has replay={replay!r} on "
+            f"these components, which takes their white noise and drift from the recording. Fix: set "
+            f"{name} only on components that replay nothing, or leave replay out of the options."
+        )
+
+
 # -- what a class's plan makes of them -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class ReplayColumn:
@@ -555,8 +445,3 @@ def derive(m: Any) -> None:
 
 def present(m: Any) -> bool:
     return True  # a class holds the term only where some sensor replays
-
-
-def has_replay(sensors: Sequence[Any]) -> bool:
-    """Whether some sensor plan of a class replays a recording."""
-    return any(s.settings.get("replay") is not None for s in sensors)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.replay import write_residuals
+from ..core.recording import write_residuals
 from .allan import octave_m
 from .channels import Channel
 from .config_out import PER_SENSOR, fitted_tables, merge_into, read_config, to_toml
@@ -438,8 +438,7 @@ def fit(
         reference: a channel of the same log measuring the same quantity without delay: the delay.
         into: a config whose sensor tables of those names take the fitted options.
         out: the folder to write into (``None``: write nothing).
-        residuals: an NPZ to write each channel's static window into, less its mean (what a sensor's
-            ``replay`` option replays; :mod:`~sensorgym.fitting.residuals`).
+        residuals: an NPZ for each channel's static window less its mean (what the ``replay`` option reads).
         envs: simulated envs for the closed-loop check; ``seed``: their seed.
         simulate_config: run the closed-loop simulation (``False``: estimates only).
         progress: ``progress(done, total)`` during the simulation.

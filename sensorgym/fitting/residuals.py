@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.replay import RESIDUALS_KEYS
+from ..core.recording import RESIDUALS_KEYS
 from .errors import FitError
 
 __all__ = ["check_residuals", "residuals_of"]

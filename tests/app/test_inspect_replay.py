@@ -14,7 +14,7 @@ import pytest
 
 import sensorgym as sg
 from sensorgym.app.inspection import compare_channel, format_summary, run_inspect
-from sensorgym.core.replay import write_residuals
+from sensorgym.core.recording import write_residuals
 
 from .common import INSPECT_SEEDS, MOST_FALSE_TABLES, flagged, load_config_text
 

@@ -16,7 +16,7 @@ from scipy import stats
 
 import sensorgym as sg
 from sensorgym.core import diagnostics
-from sensorgym.core.replay import write_residuals
+from sensorgym.core.recording import write_residuals
 from sensorgym.wrappers.layout import measured_bounds
 
 N = 37  # samples per channel: not a multiple of anything the tests advance by

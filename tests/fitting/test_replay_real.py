@@ -24,7 +24,7 @@ import torch
 import sensorgym as sg
 from sensorgym.app.cli import main
 from sensorgym.core import diagnostics
-from sensorgym.core.replay import write_residuals
+from sensorgym.core.recording import write_residuals
 
 at = pytest.importorskip("allantools")
 pytest.importorskip("matplotlib")  # the figures sensorgym fit writes beside the residuals

@@ -14,7 +14,7 @@ import torch
 
 import sensorgym as sg
 from sensorgym.core import diagnostics
-from sensorgym.core.replay import write_residuals
+from sensorgym.core.recording import write_residuals
 
 
 @pytest.fixture

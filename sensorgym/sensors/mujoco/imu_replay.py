@@ -10,7 +10,7 @@ bandwidth options may not be given too; the refusal names the options as the use
 
 Example:
     >>> import numpy as np, tempfile, pathlib, sensorgym as sg
-    >>> from sensorgym.core.replay import write_residuals
+    >>> from sensorgym.core.recording import write_residuals
     >>> path = str(pathlib.Path(tempfile.mkdtemp()) / "gyro.npz")
     >>> _ = write_residuals(path, 0.01, {c: np.zeros(100) for c in ("gx", "gy", "gz")})
     >>> o = sg.IMUOptions(body="torso", gyro_replay=path, acc_noise=0.05)
@@ -24,7 +24,8 @@ import os
 from typing import Any
 
 from ...core.options import did_you_mean, option_error
-from ...core.replay import EXCLUSIVE, read_header
+from ...core.recording import read_header
+from ...core.replay import EXCLUSIVE
 
 __all__ = ["REPLAY_FIELDS", "merge_replay"]
 
