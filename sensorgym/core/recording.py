@@ -33,7 +33,7 @@ __all__ = ["FIX_FILE", "RESIDUALS_KEYS", "Header", "load_channel", "read_header"
 #: the file's pinned names besides one array per channel: the sample interval (s) and the channel names
 RESIDUALS_KEYS = ("T_s", "channels")
 #: the fix of every refusal of a file that is not a recording
-FIX_FILE = "pass the NPZ that `sensorgym fit LOG --channels ... --residuals FILE` wrote"
+FIX_FILE = "pass the NPZ that `sensorgym fit LOG --channels NAME --residuals FILE` wrote"
 
 
 @dataclass(frozen=True)
