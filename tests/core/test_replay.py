@@ -9,6 +9,8 @@ replays real ones made by ``sensorgym fit --residuals``."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -353,3 +355,18 @@ def test_the_compiled_kernel_gives_the_same_bits(recording):
             seen.append(s.read().clone())
         outs.append(torch.stack(seen))
     assert torch.equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("executor", ["numpy", "torch"])
+def test_a_copied_manager_replays_on_its_own_buffers_alike(recording, executor):
+    path, _ = recording
+    *_, mgr, s = _run(path, 5, b=3, executor=executor, dropout=0.2)
+    twin = copy.deepcopy(mgr)
+    s2 = twin.sensors[0]
+    for t in range(20):
+        mask = torch.tensor([t == 3, False, t == 11])
+        mgr.step({"w": torch.zeros(3, 3)}, reset_mask=mask)
+        twin.step({"w": torch.zeros(3, 3)}, reset_mask=mask)
+        assert torch.equal(s.read(), s2.read())
+    state = twin.storage(sg.StateSensor).md.imperfections.state("replay_index")
+    assert state.data_ptr() != mgr.storage(sg.StateSensor).md.imperfections.state("replay_index").data_ptr()
