@@ -221,7 +221,11 @@ def test_the_engine_imports_torch_and_numpy_and_no_other_package():
                     third.add(root)
     assert third == {"torch", "numpy"}, third
     terms = test_layers.imports_of("sensorgym.core.terms", PACKAGE / "core" / "terms.py")
-    assert {m for m in terms if m.startswith("sensorgym")} == {"sensorgym.core.xp"}  # "imports no other"
+    assert {m for m in terms if m.startswith("sensorgym")} == {"sensorgym.core.xp", "sensorgym.core.replay"}
+    replay = test_layers.imports_of("sensorgym.core.replay", PACKAGE / "core" / "replay.py")
+    assert {m for m in replay if m.startswith("sensorgym")} == {"sensorgym.core.recording"}
+    recording = test_layers.imports_of("sensorgym.core.recording", PACKAGE / "core" / "recording.py")
+    assert not {m for m in recording if m.startswith("sensorgym")}  # "which imports none"
 
 
 def test_the_shared_options_are_the_table_of_commands_options():

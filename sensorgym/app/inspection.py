@@ -37,6 +37,7 @@ from .inspect_estimate import episode_steps, estimate_channel, estimate_sampled
 from .inspect_latency import compare_latency
 from .inspect_plot import plot_sampling, plot_traces, sampling_path
 from .inspect_record import Recording, record_traces
+from .inspect_replay import wrapped_episodes
 
 __all__ = [
     "InspectResult",
@@ -163,7 +164,10 @@ def run_inspect(
             got = f"mean {row['bias']:.3g}, sd {row['noise_std']:.3g}"
             entry.update(rows={"est. - truth": ("estimator output", got, "see its attitude rows")}, notes=[])
         elif sensor in cfg.sensors:
-            entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z))
+            wraps = wrapped_episodes(rec.replay[sensor], rec.resets) if sensor in rec.replay else None
+            entry.update(
+                compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z, replay_wraps=wraps)
+            )
         summary.append(entry)
     errors = {}
     for sensor in sorted(attitude):
