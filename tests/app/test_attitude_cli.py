@@ -102,3 +102,33 @@ def test_train_then_eval_on_the_reference_config(tmp_path):
     )
     assert evaluated.returncode == 0, evaluated.stderr
     assert f"{result['eval_return_mean']:.1f}" in evaluated.stdout  # eval reproduces the final score
+
+
+def test_an_estimator_and_an_imus_per_field_terms_are_levels_a_trained_policy_may_be_scored_under():
+    """``sensorgym eval --config`` and deployment conditions score a policy under other imperfection
+    levels: for an IMU read through an estimator those include the estimator, its gains, the per-field
+    error terms and a replayed recording; the outputs (what the policy reads) are not."""
+    from sensorgym.app.saved_policy import policy_input_differences
+
+    trained = parse_config(_raw(estimator="none", outputs=["projected_gravity", "ang_vel"]))
+    deployed = parse_config(
+        _raw(
+            estimator="mahony",
+            estimator_kp=0.5,
+            estimator_init="truth",
+            orientation_noise=0.01,
+            acc_noise_density=[1e-3, 1e-3, 1e-3],
+            acc_bias=0.05,
+            gyro_replay=str(ROOT / "examples" / "data" / "broad_07_residuals.npz"),
+            gyro_replay_channels=["gyr_x", "gyr_y", "gyr_z"],
+            delay=0.04,
+            outputs=["projected_gravity", "ang_vel"],
+        )
+    )
+    assert policy_input_differences(trained, deployed) == []
+    other_outputs = parse_config(_raw(estimator="none", outputs=["roll_pitch", "ang_vel"]))
+    assert policy_input_differences(trained, other_outputs) == [
+        "sensors.imu.outputs: ['projected_gravity', 'ang_vel'] -> ['roll_pitch', 'ang_vel']"
+    ]
+    moved = parse_config(_raw(estimator="none", outputs=["projected_gravity", "ang_vel"], body="pole"))
+    assert policy_input_differences(trained, moved) == ["sensors.imu.body: 'torso' -> 'pole'"]

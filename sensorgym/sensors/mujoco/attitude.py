@@ -104,6 +104,13 @@ class AttitudeOptions(IMUOptions):
     randomizable: ClassVar[tuple[str, ...]] = (
         *IMUOptions.randomizable, "estimator_beta", "estimator_kp", "estimator_ki",
     )  # fmt: skip
+    #: the estimator is a level too: what the robot runs may differ from what a policy was trained with
+    #: (the outputs, which the policy reads, are not)
+    level_options: ClassVar[tuple[str, ...]] = (
+        *IMUOptions.level_options, "estimator", "estimator_beta", "estimator_kp", "estimator_ki",
+        "estimator_magnetometer", "estimator_earth_field", "estimator_init", "estimator_init_error",
+        "orientation_noise",
+    )  # fmt: skip
 
     def _validate(self) -> None:
         super()._validate()

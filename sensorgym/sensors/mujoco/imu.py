@@ -302,6 +302,11 @@ class IMUOptions(MujocoSensorOptions):
 
     #: the mount may be randomized too (docs/frames.md); the error-model options come from the base class
     randomizable: ClassVar[tuple[str, ...]] = (*MujocoSensorOptions.randomizable, *MOUNT_FIELDS)
+    #: imperfection levels besides the base class's (a trained policy may be scored under other values of
+    #: these: ``sensorgym eval --config``, deployment conditions): the per-field error terms and recordings
+    level_options: ClassVar[tuple[str, ...]] = tuple(
+        f"{f}_{k}" for k in (*IMPERFECTIONS, "replay", "replay_channels") for f in FIELDS
+    )
 
     def randomized_fields(self) -> tuple[str, ...]:
         """Names of the fields given as distributions (directly, per component or per matrix entry)."""
