@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import sensorgym as sg
@@ -104,11 +105,17 @@ def test_train_then_eval_on_the_reference_config(tmp_path):
     assert f"{result['eval_return_mean']:.1f}" in evaluated.stdout  # eval reproduces the final score
 
 
-def test_an_estimator_and_an_imus_per_field_terms_are_levels_a_trained_policy_may_be_scored_under():
+def test_an_estimator_and_an_imus_per_field_terms_are_levels_a_trained_policy_may_be_scored_under(tmp_path):
     """``sensorgym eval --config`` and deployment conditions score a policy under other imperfection
     levels: for an IMU read through an estimator those include the estimator, its gains, the per-field
     error terms and a replayed recording; the outputs (what the policy reads) are not."""
     from sensorgym.app.saved_policy import policy_input_differences
+    from sensorgym.core.recording import write_residuals
+
+    rng = np.random.default_rng(0)
+    residuals = write_residuals(
+        tmp_path / "gyro.npz", 0.0035, {f"gyr_{a}": rng.normal(0.0, 1e-3, 2000) for a in "xyz"}
+    )
 
     trained = parse_config(_raw(estimator="none", outputs=["projected_gravity", "ang_vel"]))
     deployed = parse_config(
@@ -119,7 +126,7 @@ def test_an_estimator_and_an_imus_per_field_terms_are_levels_a_trained_policy_ma
             orientation_noise=0.01,
             acc_noise_density=[1e-3, 1e-3, 1e-3],
             acc_bias=0.05,
-            gyro_replay=str(ROOT / "examples" / "data" / "broad_07_residuals.npz"),
+            gyro_replay=str(residuals),
             gyro_replay_channels=["gyr_x", "gyr_y", "gyr_z"],
             delay=0.04,
             outputs=["projected_gravity", "ang_vel"],

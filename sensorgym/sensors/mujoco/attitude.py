@@ -32,7 +32,7 @@ Example (synthetic states: the IMU reads ``+g`` along its z axis while level):
     >>> level = {att.state_key: torch.tensor([[0.0, 0.0, 9.81, 0.0, 0.0, 0.0, 0.2, 0.0, -0.4]] * 2),
     ...          truth_key(o): torch.tensor([[1.0, 0.0, 0.0, 0.0]] * 2)}
     >>> mgr.reset(level)
-    >>> att.read().projected_gravity[0].tolist()
+    >>> (att.read().projected_gravity[0] + 0.0).tolist()  # + 0.0: a -0.0 prints as 0.0
     [0.0, 0.0, -1.0]
 """
 
