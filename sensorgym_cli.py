@@ -19,9 +19,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 EXIT_INTERRUPTED = 130
 
@@ -34,11 +36,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         answered = _parse_before_the_package(args)
         if answered is not None:
             return answered
-        from sensorgym.app.cli import main as run
+        with _sigint_deferred():
+            from sensorgym.app.cli import main as run
     except KeyboardInterrupt:
         print("sensorgym: interrupted while starting; nothing was run.", file=sys.stderr)
         return EXIT_INTERRUPTED
     return run(args)
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C back until the block ends, then raise it as ``KeyboardInterrupt``.
+
+    Importing the package loads torch's compiled extension; a ``KeyboardInterrupt`` raised inside a
+    pybind11 module's initialization is a C++ exception in a place that cannot take one, and the process
+    aborts (``terminate called after throwing an instance of 'pybind11::error_already_set'``, exit status
+    -6) instead of ending in one line. Where SIGINT is ignored (a background job) it stays ignored."""
+    noted: list[int] = []
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if noted:
+        raise KeyboardInterrupt
 
 
 def _parse_before_the_package(args: list[str]) -> int | None:

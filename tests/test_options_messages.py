@@ -225,7 +225,7 @@ def test_values_are_normalized():
     )
     assert (
         repr(o)
-        == "SimpleSensorOptions(delay=0.03999999910593033, jitter=0.02, history_length=3, padding_type='reset', nan_policy='propagate', max_delay=0.2, update_period=0.0, update_phase=None, dropout=0.25, dropout_burst=None, noise=(0.1, 0.2), bias=(1.0, 2.0), random_walk=0.0, resolution=0.0, noise_density=0.0, random_walk_density=0.0, bias_instability=0.0, bias_correlation_time=0.0, scale_factor=0.0, bandwidth=0.0)"
+        == "SimpleSensorOptions(delay=0.03999999910593033, jitter=0.02, history_length=3, padding_type='reset', nan_policy='propagate', max_delay=0.2, update_period=0.0, update_phase=None, dropout=0.25, dropout_burst=None, noise=(0.1, 0.2), bias=(1.0, 2.0), random_walk=0.0, resolution=0.0, noise_density=0.0, random_walk_density=0.0, bias_instability=0.0, bias_correlation_time=0.0, scale_factor=0.0, bandwidth=0.0, replay=None, replay_channels=None)"
     )
     assert type(o.history_length) is int and type(o.delay) is float and type(o.dropout) is float
     assert [name for name, _ in sg.SimpleSensorOptions._field_checks] == [
@@ -249,4 +249,6 @@ def test_values_are_normalized():
         "bias_correlation_time",
         "scale_factor",
         "bandwidth",
+        "replay",
+        "replay_channels",
     ]

@@ -5,6 +5,7 @@ was, the reads after it are recorded too."""
 from __future__ import annotations
 
 import pickle
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,18 @@ def _built(**options: Any) -> tuple[sg.SensorManager, Feed]:
     mgr.reset(feed(0))
     mgr.step(feed(1))
     return mgr, feed
+
+
+def _unregistered(rec: Any, ctx: Any) -> None:
+    """The message lists the registered classes, which depend on what the process imported (a test module
+    defines its own): the list is recorded as '[...]' so the record holds the rest of the line."""
+    try:
+        sg.SensorManager(num_envs=2, dt=0.02).add_sensor(_Unregistered())
+    except Exception as e:
+        message = re.sub(r"\[[^]]*\]", "[...]", str(e))
+        rec.out("error", f"{type(e).__name__}: {message}")
+        return
+    rec.out("error", "no exception")
 
 
 def _then_reads(fn: Callable[[sg.SensorManager, Feed], Any], **options: Any) -> Callable:
@@ -167,7 +180,7 @@ ERRORS: dict[str, Callable] = {
     "options/imu_coupling": _raises(lambda: sg.IMUOptions(body="b", acc_cross_axis_coupling=(0.1, 0.2))),
     "options/attribute": _raises(lambda: sg.EnvAttributeOptions(attr="")),
     # building and stepping
-    "build/unregistered": _raises(lambda: sg.SensorManager(num_envs=2, dt=0.02).add_sensor(_Unregistered())),
+    "build/unregistered": _unregistered,
     "build/not_options": _raises(lambda: sg.SensorManager(num_envs=2, dt=0.02).add_sensor({"key": "x"})),
     "build/after_build": _raises(_add_after_build),
     "build/duplicate_name": _raises(_duplicate_name),

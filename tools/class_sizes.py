@@ -1,4 +1,4 @@
-"""Sizes of the package's classes: lines, methods and instance attributes (docs/architecture.md §4).
+"""Sizes of the package's classes: lines, methods and instance attributes (docs/architecture.md §5).
 
 Instance attributes are the names assigned as ``self.X = ...`` or ``self.X: T = ...`` (tuple targets
 included) anywhere in the class body, found by an AST walk. Works on any commit (run from that checkout).

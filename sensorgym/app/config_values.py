@@ -224,6 +224,16 @@ def parse_sensor(name: str, raw: Any, path: str) -> SensorOptions:
         if key == "type":
             continue
         if key not in fields:
+            owners = sorted(
+                c.__name__
+                for c in SENSOR_REGISTRY
+                if issubclass(c, cls) and key in {f.name for f in dataclasses.fields(c)}
+            )
+            if owners:  # an option of a subclass (e.g. an IMU's estimator: AttitudeOptions)
+                raise ConfigError(
+                    f"config {path}.{key}: {key!r} is an option of {owners[0]}, not of {cls.__name__}. "
+                    f'Fix: write type = "{owners[0]}" in [{path}].'
+                )
             raise unknown_key(path, key, ["type", *fields])
         kwargs[key] = parse_value(value, f"{path}.{key}")
     try:

@@ -18,6 +18,7 @@ from .inspect_drift import bias_drift_rows, drift_terms, step_wander
 from .inspect_error_model import error_model_rows, loss_fraction_ok, skips_samples
 from .inspect_options import as_number as _number
 from .inspect_options import option_component as _component
+from .inspect_replay import replay_rows
 
 __all__ = ["compare_channel", "verdict_z"]
 
@@ -106,6 +107,7 @@ def compare_channel(
     dt: float,
     gt: np.ndarray | None = None,
     z: float | None = None,
+    replay_wraps: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Configured vs estimated for one channel: per quantity the configured text, the estimate text, a
     verdict (``"ok"`` or why it differs), and plain-language notes on estimates that cannot match.
@@ -113,7 +115,9 @@ def compare_channel(
     A statistical verdict says "differs" only when the estimate lies more than ``z`` standard errors
     from the configured value (:func:`verdict_z` of the number of checks in the whole table; default:
     this channel's checks alone). For a sensor with its own rate or lost samples (``est`` from
-    :func:`estimate_sampled`) it also compares the update period and the dropout.
+    :func:`estimate_sampled`) it also compares the update period and the dropout. A replayed component
+    (option ``replay``) compares its noise, bias and drift with what its recording shows and says how many
+    episodes wrapped around the recording's end (``replay_wraps``: ``(wrapped, episodes)``).
 
     Example:
         >>> import sensorgym as sg
@@ -137,13 +141,17 @@ def compare_channel(
     # bias and drift: the first quarter's median residual, and the last quarter's minus it, with what the
     # random walk and the Gauss-Markov bias make of them (inspect_drift.py)
     drift_rows, drift_notes = bias_drift_rows(options, component, est, dt, z, c.bias, c.walk, c.q)
+    replayed = replay_rows(options, component, est, dt, z, replay_wraps)
     rows.update(drift_rows)
-    notes += drift_notes
+    notes += drift_notes if replayed is None else []  # a replay: the recording's drift (its notes below)
     rows["quantization"] = _quantization_row(c.q, float(est["quantization"]))
     _rate_rows(rows, notes, options, est, dt, z, sampled)
     model_rows, model_notes = error_model_rows(options, component, est, dt, z)
     rows.update(model_rows)
     notes += model_notes
+    if replayed is not None:  # the recording stands where the noise and the drift terms stand
+        rows.update(replayed[0])
+        notes += replayed[1]
     if n and n < 100:
         notes.append(
             f"short trace ({n} samples): every estimate is rough (see the ± values); record more with "

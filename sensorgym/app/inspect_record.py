@@ -42,6 +42,8 @@ class Recording:
     actions: dict[str, np.ndarray] | None
     #: per jittered sensor without a sampler, the age (s) of every reading
     ages: dict[str, np.ndarray] = field(default_factory=dict)
+    #: per sensor that replays a recording, env 0's replay index per step ``(T, components)``
+    replay: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _due(step: int, period: float, phase: float, dt: float) -> bool:
@@ -77,6 +79,8 @@ class _Probe:
             n: s for n, s in sensors.items() if n not in self.sampled and skips_samples(s.options)
         }
         self.ages: dict[str, list[float]] = {name: [] for name in self.jittered}
+        replayed = [n for n, s in sensors.items() if diagnostics.replay_state(s) is not None]
+        self.replay: dict[str, list[np.ndarray]] = {name: [] for name in replayed}
         self.gts: list[np.ndarray] = []
         self.ms: list[np.ndarray] = []
 
@@ -88,6 +92,8 @@ class _Probe:
         self.ms.append(np.concatenate([diagnostics.reading(s)[0].float().numpy() for s in sensors]))
         for name, s in self.jittered.items():
             self.ages[name].append(float(s.read_age()[0]))
+        for name, trace in self.replay.items():
+            trace.append(diagnostics.replay_state(self.sensors[name])["index"][0].numpy())
         for name, s in self.sampled.items():
             state, row = diagnostics.sampler_state(s), self.trace[name]
             step = int(state["episode_step"][0])
@@ -176,4 +182,5 @@ def record_traces(cfg: Config, steps: int, seed: int = 0, model: Any = None) -> 
     gt, measured = np.stack(probe.gts), np.stack(probe.ms)
     sampling = probe.sampling(names, gt, measured)
     aged = {name: np.array(a) for name, a in probe.ages.items()}
-    return Recording(times, names, gt, measured, sampling, np.array(resets), actions, aged)
+    replay = {name: np.stack(trace) for name, trace in probe.replay.items()}
+    return Recording(times, names, gt, measured, sampling, np.array(resets), actions, aged, replay)

@@ -30,12 +30,14 @@ from typing import Any
 import numpy as np
 
 from .config import Config
+from .inspect_attitude import attitude_path, attitude_rows, attitude_traces, is_attitude, plot_attitude
 from .inspect_compare import compare_channel, verdict_z
 from .inspect_error_model import error_model_checks, model_terms
 from .inspect_estimate import episode_steps, estimate_channel, estimate_sampled
 from .inspect_latency import compare_latency
 from .inspect_plot import plot_sampling, plot_traces, sampling_path
 from .inspect_record import Recording, record_traces
+from .inspect_replay import wrapped_episodes
 
 __all__ = [
     "InspectResult",
@@ -75,6 +77,10 @@ class InspectResult:
     #: statistical checks)
     z: float = 2.0
     checks: int = 0
+    #: per AttitudeSensor: its inclination and heading errors per step (degrees; None where its outputs
+    #: do not give them), and the figure of them
+    attitude: dict[str, dict[str, Any]] = field(default_factory=dict)
+    attitude_figure: Path | None = None
 
 
 def record(
@@ -143,19 +149,33 @@ def run_inspect(
     times, names, gt, sampled = rec.times, rec.names, rec.gt, rec.sampling
     dt = float(times[1] - times[0]) if len(times) > 1 else 0.0
     parts = [(name, *_split(name)) for name in names]
+    attitude = {n for n, o in cfg.sensors.items() if is_attitude(o)}  # an estimator's outputs: below
     checks = sum(
         3 + (sensor in sampled) + error_model_checks(cfg.sensors[sensor], component)
         for _, sensor, component in parts
-        if sensor in cfg.sensors
+        if sensor in cfg.sensors and sensor not in attitude
     )
     z = verdict_z(checks)
     summary = []
     for c, (name, sensor, component) in enumerate(parts):
         row = _estimate(cfg, rec, c, sensor, component, dt, max_lag)
         entry = {"channel": name, **row}
-        if sensor in cfg.sensors:
-            entry.update(compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z))
+        if sensor in attitude:  # the IMU's error terms do not apply to the estimate: its own rows below
+            got = f"mean {row['bias']:.3g}, sd {row['noise_std']:.3g}"
+            entry.update(rows={"est. - truth": ("estimator output", got, "see its attitude rows")}, notes=[])
+        elif sensor in cfg.sensors:
+            wraps = wrapped_episodes(rec.replay[sensor], rec.resets) if sensor in rec.replay else None
+            entry.update(
+                compare_channel(cfg.sensors[sensor], component, row, dt, gt[:, c], z=z, replay_wraps=wraps)
+            )
         summary.append(entry)
+    errors = {}
+    for sensor in sorted(attitude):
+        cols = [c for c, (_, s, _) in enumerate(parts) if s == sensor]
+        errors[sensor] = attitude_traces(
+            cfg.sensors[sensor].outputs, gt[:, cols], rec.measured[:, cols], rec.resets
+        )
+        summary.append(attitude_rows(sensor, cfg.sensors[sensor], errors[sensor]))
     if rec.actions is not None and cfg.latency is not None:
         summary.append(compare_latency(cfg.latency, rec.actions, dt))
     result = InspectResult(
@@ -169,9 +189,12 @@ def run_inspect(
         actions=rec.actions,
         z=z,
         checks=checks,
+        attitude=errors,
     )
     if out is not None:
         result.figure = plot_traces(result, out)
+        if errors:
+            result.attitude_figure = plot_attitude(times, errors, attitude_path(out))
         if sampled:
             plot_sampling(result, sampling_path(out))
             result.sampler_figure = sampling_path(out)

@@ -113,8 +113,10 @@ def policy_input_differences(trained: Any, other: Any) -> list[str]:
     imperfection levels: the env, its kwargs (``frame_skip``, dynamics) and its control step (``[env] dt``,
     or the env's own), the number of envs (the evaluation's episodes), the policy's sensors, their class,
     and every option that says what is measured (key, index, shape, body, joints, ..., ``history_length``).
-    Levels (noise, bias, delay, jitter, resolution, random walk, sampler options, padding, NaN policy,
-    ``[latency]``) may change. Empty: a paired comparison is meaningful.
+    Levels (noise, bias, delay, jitter, resolution, random walk, sampler options, padding, NaN policy, a
+    replayed recording, ``[latency]``, and what an options class declares in ``level_options``: an IMU's
+    per-field terms, an attitude estimator and its gains) may change. Empty: a paired comparison is
+    meaningful.
 
     Example:
         >>> from sensorgym.app.config import parse_config
@@ -164,8 +166,9 @@ def policy_input_differences(trained: Any, other: Any) -> list[str]:
         if type(a) is not type(b):
             out.append(f"sensors.{name}: {type(a).__name__} -> {type(b).__name__}")
             continue
+        own = levels | set(getattr(type(a), "level_options", ()))
         for f in dataclasses.fields(a):
-            if f.name not in levels and getattr(a, f.name) != getattr(b, f.name):
+            if f.name not in own and getattr(a, f.name) != getattr(b, f.name):
                 out.append(
                     f"sensors.{name}.{f.name}: {_plain(getattr(a, f.name))} -> {_plain(getattr(b, f.name))}"
                 )

@@ -11,7 +11,9 @@ first: writing them changes nothing in the engine, and reading them changes no r
 * :func:`sampler_state`: for a sensor with its own rate or lost samples (``update_period``, ``dropout``;
   docs/pipeline.md), per env this episode's period, phase, dropout and mean burst, whether this step
   took a sample, the episode step of the last sample and the steps since the env's reset; ``None`` for
-  a sensor that takes a sample every step.
+  a sensor that takes a sample every step;
+* :func:`replay_state`: for a sensor that replays a recording (``replay``; docs/error_model.md), per env
+  and component the index of the recorded sample its last due sample took, and each recording's length.
 
 Example: a 10 Hz sensor at a 50 Hz control step takes a sample every 5 steps
     >>> import torch, sensorgym as sg
@@ -42,7 +44,7 @@ import torch
 if TYPE_CHECKING:
     from .sensor import Sensor
 
-__all__ = ["SAMPLER_STATE_KEYS", "reading", "sampler_state"]
+__all__ = ["SAMPLER_STATE_KEYS", "reading", "replay_state", "sampler_state"]
 
 #: the keys of :func:`sampler_state`, each a ``(B,)`` tensor
 SAMPLER_STATE_KEYS = ("period", "phase", "dropout", "burst", "taken", "last_sample", "episode_step")
@@ -101,4 +103,25 @@ def sampler_state(sensor: Sensor) -> dict[str, torch.Tensor] | None:
         "taken": sampler.take[:, j].clone(),
         "last_sample": samples.last_sample[:, j].clone(),
         "episode_step": manager.episode_steps.clone(),
+    }
+
+
+def replay_state(sensor: Sensor) -> dict[str, torch.Tensor] | None:
+    """For a sensor that replays a recording (its option ``replay``), after the last step or reset (copies),
+    or ``None`` for one that replays nothing:
+
+    * ``index``: ``(B, components)`` int64, the recorded sample the last due sample took (0 in a component
+      that replays nothing): it steps by the sensor's advance per due sample and wraps at the end;
+    * ``length``: ``(components,)`` int64, the samples of each component's recording (1: none);
+    * ``advance``: ``(components,)`` int64, the recorded samples a due sample advances (0: none).
+    """
+    storage = _storage(sensor, "replay_state")
+    model = storage.md.imperfections
+    if storage.class_plan.sensors[sensor.index].settings.get("replay") is None:
+        return None
+    cols = sensor.cache_slice
+    return {
+        "index": model.state("replay_index")[:, cols].clone(),
+        "length": model.buffer("replay_length")[cols].clone(),
+        "advance": model.buffer("replay_advance")[cols].clone(),
     }

@@ -82,8 +82,10 @@ class ErrorModel:
         #: the terms (then the stages after them) some sensor of the class has: the class holds a per-env
         #: table of their first option
         every = (*_terms.TERMS, *_terms.STAGES)
-        self.terms: tuple[Term, ...] = tuple(t for t in every if t.options[0] in values)
+        self.terms: tuple[Term, ...] = tuple(t for t in every if _holds(t, values, plan))
         self._tables: dict[str, torch.Tensor] = {}
+        #: constant buffers a term makes once from the plan (:meth:`buffer`): not per env, not saved
+        self.buffers: dict[str, torch.Tensor] = {}
         self.states: dict[str, torch.Tensor] = {}  # per-env state, by name (checkpoint key "md.<name>")
         self.inputs: dict[str, torch.Tensor] = {}  # the state entries the terms read every step
         self.scratch: torch.Tensor | None = None
@@ -92,8 +94,9 @@ class ErrorModel:
             self.scratch = torch.zeros_like(like)
             self.one = torch.ones((), dtype=like.dtype, device=like.device)
             for term in self.terms:
+                dtypes = dict(term.state_dtypes)
                 for name in term.state:
-                    self.states[name] = torch.zeros_like(like)
+                    self.states[name] = torch.zeros_like(like, dtype=dtypes.get(name, like.dtype))
                 for key in term.inputs:
                     self.inputs[key] = torch.zeros_like(like)
         self._widths = [s.width for s in plan.sensors]
@@ -112,6 +115,10 @@ class ErrorModel:
         #: the GT slot the default hooks leave this step's raw value in, when the copy into the working
         #: buffer is folded into the plan's first write (set by the class's storage; None: no fold)
         self.raw_source: torch.Tensor | None = None
+        if like is not None:
+            for term in self.terms:
+                if term.setup is not None:
+                    term.setup(self)
         self.plan()
 
     # -- what the terms' records bind and derive through -------------------------------------------------
@@ -138,6 +145,12 @@ class ErrorModel:
                     dtype = dict(term.table_dtypes).get(name, dtype)
             table = self._tables[name] = torch.zeros(shape, dtype=dtype, device=device)
         return table
+
+    def buffer(self, name: str, value: torch.Tensor | None = None) -> torch.Tensor:
+        """The constant buffer ``name`` a term's setup made (``value`` given: keep it under that name)."""
+        if value is not None:
+            self.buffers[name] = value
+        return self.buffers[name]
 
     def state(self, name: str) -> torch.Tensor:
         """The per-env state ``name`` of a term, ``(B, cols)``."""
@@ -260,6 +273,13 @@ class ErrorModel:
             value = torch.as_tensor(state[key], device=buffer.device)
             buffer.copy_(value.reshape(buffer.shape[0], -1).expand_as(buffer))
 
+    def redraw(self, mask: torch.Tensor) -> None:
+        """At a reset of the envs in ``mask``: what the present terms draw for them (after the options'
+        resample; the class's storage calls it)."""
+        for term in self.terms:
+            if term.redraw is not None and self._present(term):
+                term.redraw(self, mask)
+
     # -- the tables ------------------------------------------------------------------------------------------
     def refresh(self, changed: set[str] | frozenset[str] | dict | None = None) -> None:
         """Recompute the terms' tables from the per-env values: every term's (``changed`` None), or those
@@ -276,6 +296,14 @@ class ErrorModel:
     def state_tensors(self) -> dict[str, torch.Tensor]:
         """The terms' per-env state (restored for the envs a reset does not touch)."""
         return dict(self.states)
+
+
+def _holds(term: Term, values: dict, plan: Any) -> bool:
+    """Whether a class holds ``term``: it has a per-env table of the term's first option, or (a term of
+    non-numeric settings) some sensor gives its first setting."""
+    if term.options and term.options[0] in values:
+        return True
+    return bool(term.settings) and any(s.settings.get(term.settings[0]) is not None for s in plan.sensors)
 
 
 def _as_arrays(array: Any, value: Any) -> Any:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .randomization import Distribution, LogUniform, Uniform
+from .replay import check_replay, check_replay_channels, check_replay_rate
 from .values import as_int, as_real
 
 __all__ = [
@@ -385,6 +386,14 @@ class SimpleSensorOptions(SensorOptions):
         bandwidth: cut-off ``f_c`` (Hz) of the sensor's own first-order low-pass filter over its own
             samples (0: none); it filters the white noise too, in closed form over the ``n`` samples of a
             control step (docs/error_model.md).
+        replay: the path of a recording of a real sensor's errors (the NPZ ``sensorgym fit --residuals``
+            writes; default None), or one path (None: not replayed) per component: a replayed component
+            takes its white noise, drift and filtering from it (exclusive with ``noise``,
+            ``noise_density``, ``random_walk``, ``random_walk_density``, ``bias_instability`` and
+            ``bandwidth``). Each due sample takes the next recorded sample, from an offset drawn per env
+            at every reset; the index wraps at the end (docs/error_model.md, "Replayed real errors").
+        replay_channels: one channel of the recording per component (default: the file's channels in
+            order, as many as the sensor has components).
 
     Example:
         >>> import sensorgym as sg
@@ -404,6 +413,8 @@ class SimpleSensorOptions(SensorOptions):
     bias_correlation_time: ComponentValue = 0.0
     scale_factor: ComponentValue = 0.0
     bandwidth: ComponentValue = 0.0
+    replay: str | tuple[str | None, ...] | None = None
+    replay_channels: tuple[str | None, ...] | None = None
 
     randomizable: ClassVar[tuple[str, ...]] = (
         *SensorOptions.randomizable,
@@ -421,8 +432,9 @@ class SimpleSensorOptions(SensorOptions):
 
     def check_with_dt(self, dt: float) -> None:
         """A ``bandwidth`` below the Nyquist rate of the sensor's own samples, ``T_s = dt`` where
-        ``update_period`` can be 0."""
+        ``update_period`` can be 0; a ``replay`` recording's sample interval against ``T_s``."""
         nyquist_error(self, self.bandwidth, dt)
+        check_replay_rate(self, dt)
 
     #: imperfections that must be >= 0 (bias and scale_factor may be negative)
     _non_negative: ClassVar[tuple[str, ...]] = (
@@ -614,4 +626,6 @@ SimpleSensorOptions._field_checks = (
     ("bias_correlation_time", _correlation_time),
     ("scale_factor", _scale_factor),
     ("bandwidth", _bandwidth),
+    ("replay", check_replay),
+    ("replay_channels", check_replay_channels),
 )

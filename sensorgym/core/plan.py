@@ -69,6 +69,8 @@ class SensorPlan:
             when > 0, else ``dt``.
         needs_sampler: whether it can skip a step's sample (``T > dt``, ``dropout > 0``) or its error terms
             need a per-env ``T_s`` drawn from an ``update_period`` distribution.
+        settings: the error terms' non-numeric options it gives (a term's ``settings``: ``replay``,
+            ``replay_channels``), as the options hold them; absent where not given.
     """
 
     name: str
@@ -92,6 +94,7 @@ class SensorPlan:
     deepest_shift: int = 0
     sample_interval: float = 0.0
     needs_sampler: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def width(self) -> int:
@@ -168,6 +171,8 @@ def _sensor_plan(sensor: Any, fields: tuple[str, ...], dt: float) -> SensorPlan:
     o = sensor.options
     simple = isinstance(o, SimpleSensorOptions)
     values = {name: getattr(o, name, 0.0) for name in fields} if simple else {}
+    names = (name for term in (*_terms.TERMS, *_terms.STAGES) for name in term.settings)
+    settings = {name: getattr(o, name) for name in names if getattr(o, name, None) is not None}
     period = o.update_period
     return SensorPlan(
         name=sensor.name,
@@ -191,6 +196,7 @@ def _sensor_plan(sensor: Any, fields: tuple[str, ...], dt: float) -> SensorPlan:
         deepest_shift=deepest_shift(o.delay, o.jitter, o.max_delay, dt),
         sample_interval=float(period) if not isinstance(period, Distribution) and period > 0 else dt,
         needs_sampler=needs_sampler(o, dt),
+        settings=settings,
     )
 
 

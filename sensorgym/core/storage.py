@@ -44,6 +44,7 @@ from .error_model import ErrorModel
 from .metadata import CaptureContext, SensorMetadata
 from .parameters import ParameterTable
 from .plan import ClassPlan
+from .replay import refuse_setter
 from .ring import Clock, Ring
 from .rows import env_mask
 from .sampler import Sampler
@@ -357,6 +358,9 @@ class ClassStorage:
     def set_component(self, sensor: Any, name: str, value: Any, envs_idx: Any) -> None:
         """``set_noise``/``set_bias``/``set_random_walk``/``set_resolution`` of ``sensor`` for ``envs_idx``
         (all envs: None); the dtype group lays out its draws again (a class may start drawing)."""
+        replay = self.class_plan.sensors[sensor.index].settings.get("replay")
+        if replay is not None and name in ("noise", "random_walk"):  # the recording holds them
+            refuse_setter(sensor, name, value, replay)
         self.params.set_component(sensor, name, value, self._rows(envs_idx))
         self.group.plan_draws()  # re-binds every member class's error terms too
 
@@ -440,6 +444,7 @@ class ClassStorage:
         self.params.resample(mask)
         if self.sampler is not None:
             self.sampler.resample(mask)
+        self.md.imperfections.redraw(mask)  # what an error term draws at a reset (a replay's offsets)
         if self._redrawn:  # the error terms' tables derived from a value just drawn
             self.md.imperfections.refresh(self._redrawn)
 

@@ -11,7 +11,9 @@ each present term's arguments once per plan; :func:`run_plan` is the whole per-s
 
 The built-in terms, in :data:`TERMS` order (docs/error_model.md): scale factor, random walk, Gauss-Markov
 bias (bias instability), white noise (through the sensor's own low-pass filter when it has a bandwidth),
-bias, resolution. :func:`register_term` adds one at a place in that order, from outside the package too.
+a replayed recording (:mod:`sensorgym.core.replay`: where drift, noise and filter stand, for the
+components that replay one), bias, resolution. :func:`register_term` adds one at a place in that order,
+from outside the package too.
 
 Example: a term that adds a per-env offset proportional to a temperature the state carries
     >>> import torch, sensorgym as sg
@@ -44,6 +46,7 @@ from typing import Any
 
 import torch
 
+from . import replay as _replay
 from .xp import TORCH
 
 #: what a term's bind, presence and derivation receive: the class's ``ErrorModel``
@@ -105,10 +108,20 @@ class Term:
             keeping term), which sizes the float32 rounding slack; None where the term changes nothing.
             Unset: the term makes a component unbounded wherever one of its options can be non-zero.
         samples: whether it reads the sampler's decision of the step (``model.sampler_take``: which envs and
-            sensors take a sample; a stage that consumes samples holds its state where none is taken).
+            sensors take a sample; ``model.sampler_due``: which were due, lost ones too; a stage that
+            consumes samples holds its state where none is taken).
         inputs: state entries it reads every step (``(B,)``, ``(B, 1)`` or ``(B, cols)``), copied by the
             class's storage into ``model.input(key)`` (``(B, cols)``) before the class's hook.
         table_dtypes: ``((table, dtype), ...)`` for tables that are not of the class's dtype (masks).
+        state_dtypes: ``((state, dtype), ...)`` for state tables that are not of the class's dtype (indices).
+        settings: per-sensor options that are not numbers (a path, names; e.g. ``replay``): the class's
+            plan reads them once into each sensor's ``settings`` (where given), and a class holds the term
+            when some sensor gives the first. Such a term usually declares no :attr:`options`.
+        setup: ``setup(model) -> None``: once, when the class's model is made, for a term of
+            :attr:`settings`: the constant buffers it makes from the plan (``model.buffer(name, tensor)``).
+        redraw: ``redraw(model, mask) -> None``: at every reset of the envs in ``mask`` (after the options'
+            own resample), what the term draws for them with the class's random source
+            (``model.params.random``: each env's stream with per-env generators).
     """
 
     name: str
@@ -127,6 +140,10 @@ class Term:
     samples: bool = False
     inputs: tuple[str, ...] = ()
     table_dtypes: tuple[tuple[str, torch.dtype], ...] = ()
+    state_dtypes: tuple[tuple[str, torch.dtype], ...] = ()
+    settings: tuple[str, ...] = ()
+    setup: Callable[[ErrorModel], None] | None = None
+    redraw: Callable[[ErrorModel, torch.Tensor], None] | None = None
 
 
 # -- the per-step loop --------------------------------------------------------------------------------------
@@ -462,6 +479,23 @@ TERMS: list[Term] = [
         restarts=True,
         table_dtypes=(("lowpass_active", torch.bool), ("lowpass_update", torch.bool)),
         widen=_widen_keep("bandwidth"),
+    ),
+    Term(
+        "replay",
+        (),
+        _replay.apply,
+        _replay.bind,
+        present=_replay.present,
+        tables=("replay_step", "replay_due", "replay_wrapped", "replay_flat"),
+        state=("replay_index",),
+        derive=_replay.derive,
+        samples=True,
+        table_dtypes=(("replay_step", torch.long), ("replay_due", torch.bool), ("replay_wrapped", torch.long),
+                      ("replay_flat", torch.long)),
+        state_dtypes=(("replay_index", torch.long),),
+        settings=("replay", "replay_channels"),
+        setup=_replay.setup,
+        redraw=_replay.redraw,
     ),
     Term("bias", ("bias",), _bias, _bias_args, widen=_widen_bias),
     Term(

@@ -4,6 +4,9 @@
   (``gym.make_vec("sensorgym/BatchedPendulum-v0", num_envs=..., vectorization_mode="vector_entry_point")``).
 * ``sensorgym/AntSensors-v0``: ``Ant-v5`` whose policy sees only an IMU, foot contacts and joint encoders
   (:mod:`sensorgym.envs.ant`); ``gym.make`` for one env, ``gym.make_vec`` for a batch.
+* ``sensorgym/AntAttitude-v0``: ``Ant-v5`` at 50 Hz whose policy reads its orientation through an
+  attitude estimator (Mahony) on a noisy, biased IMU: the estimated projected gravity and the measured
+  rate, beside encoders and foot switches (:func:`~sensorgym.envs.ant.ant_attitude_sensors`).
 * ``sensorgym/Tactile-v0`` / ``sensorgym/TactileSensors-v0``: a finger pressing on objects, with proximity,
   kinematic contact probes and an elastomer pad (:mod:`sensorgym.envs.tactile`).
 * ``sensorgym/Scan-v0`` / ``sensorgym/ScanSensors-v0``: a mobile base in a room with a lidar, an RGB and a
@@ -14,7 +17,7 @@
 
 import gymnasium as gym
 
-from .ant import ant_sensors
+from .ant import ant_attitude_sensors, ant_sensors
 from .batched_pendulum import BatchedPendulumEnv
 from .registry import register_sensor_env
 from .scan import ScanEnv, scan_sensors
@@ -27,6 +30,7 @@ __all__ = [
     "BatchedPendulumEnv",
     "ScanEnv",
     "ThermalEnv",
+    "ant_attitude_sensors",
     "ant_sensors",
     "register_sensor_env",
     "scan_sensors",
@@ -44,6 +48,13 @@ register_sensor_env(
     "Ant-v5",
     ant_sensors,
     policy=["imu", "foot_0", "foot_1", "foot_2", "foot_3", "encoders"],
+)
+register_sensor_env(
+    "sensorgym/AntAttitude-v0",
+    "Ant-v5",
+    ant_attitude_sensors,
+    policy=["imu", "encoders", "foot_0", "foot_1", "foot_2", "foot_3"],
+    base_kwargs={"frame_skip": 2},
 )
 _register_tactile()
 _register_scan()

@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 
 from ..core.randomization import Normal, Uniform
-from ..sensors import ContactOptions, IMUOptions, JointEncoderOptions
+from ..sensors import AttitudeOptions, ContactOptions, IMUOptions, JointEncoderOptions
 
-__all__ = ["ANT_FEET", "ANT_JOINTS", "ant_sensors", "native_ant_xml"]
+__all__ = ["ANT_FEET", "ANT_JOINTS", "ant_attitude_sensors", "ant_sensors", "native_ant_xml"]
 
 ANT_FEET = ("left_ankle_geom", "right_ankle_geom", "third_ankle_geom", "fourth_ankle_geom")
 ANT_JOINTS = ("hip_1", "ankle_1", "hip_2", "ankle_2", "hip_3", "ankle_3", "hip_4", "ankle_4")
@@ -48,6 +48,34 @@ def ant_sensors() -> dict:
     for i, geom in enumerate(ANT_FEET):
         sensors[f"foot_{i}"] = ContactOptions(geom=geom, exclude_bodies=("torso",), noise=0.1, delay=0.05)
     sensors["encoders"] = JointEncoderOptions(joints=ANT_JOINTS, resolution=2 * math.pi / 4096, noise=0.002)
+    return sensors
+
+
+def ant_attitude_sensors() -> dict:
+    """The sensors of ``sensorgym/AntAttitude-v0`` (and of ``examples/configs/ant_attitude.toml``, the
+    same): the torso IMU read through a Mahony estimator (its projected gravity and the measured rate),
+    the encoders and one contact switch per foot, for a 50 Hz policy (``frame_skip=2``). The estimator's
+    ``kp`` is drawn per env at every reset; it starts 2 degrees off the truth (a robot booted at rest)."""
+    sensors: dict = {
+        "imu": AttitudeOptions(
+            body="torso",
+            estimator="mahony",
+            estimator_kp=Uniform(0.3, 1.0),
+            estimator_ki=0.05,
+            estimator_init="truth",
+            estimator_init_error=2.0,
+            outputs=("projected_gravity", "ang_vel"),
+            gyro_noise_density=0.002,
+            gyro_bias=Normal(0.0, 0.01),
+            gyro_random_walk_density=0.0001,
+            acc_noise_density=0.02,
+            acc_bias=Normal(0.0, 0.05),
+            delay=0.02,
+        ),
+        "encoders": JointEncoderOptions(joints=ANT_JOINTS, resolution=0.0015, noise=0.002),
+    }
+    for i, geom in enumerate(ANT_FEET):
+        sensors[f"foot_{i}"] = ContactOptions(geom=geom, exclude_bodies=("torso",))
     return sensors
 
 

@@ -150,16 +150,18 @@ def register_sensor_env(
     critic: Sequence[str] | None = None,
     max_episode_steps: int | None = None,
     native: bool = True,
+    base_kwargs: Mapping[str, Any] | None = None,
 ) -> None:
     """Register ``env_id`` (single and vector forms) as ``base_id`` observed through ``sensors()``;
     ``native``: build a MuJoCo base env from its model with native sensors added (see the module
-    docstring)."""
+    docstring); ``base_kwargs``: the base env's keyword arguments by default (a caller's win)."""
     if env_id in gym.registry:
         return
+    base = dict(base_kwargs or {})
     gym.register(
         env_id,
-        entry_point=lambda **kw: _single(base_id, sensors, policy, critic, native, **kw),
-        vector_entry_point=lambda **kw: _vector(base_id, sensors, policy, critic, native, **kw),
+        entry_point=lambda **kw: _single(base_id, sensors, policy, critic, native, **{**base, **kw}),
+        vector_entry_point=lambda **kw: _vector(base_id, sensors, policy, critic, native, **{**base, **kw}),
         max_episode_steps=max_episode_steps,
         disable_env_checker=True,
     )

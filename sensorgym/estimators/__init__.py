@@ -17,6 +17,7 @@ not load it.
 from __future__ import annotations
 
 from .base import AttitudeEstimator, integrate_rate
+from .dispatch import kernels_available, use_kernels
 from .madgwick import EARTH_FIELDS, Madgwick
 from .mahony import Mahony
 from .quaternion import attitude_errors, projected_gravity, quat_from_acc, quat_from_acc_mag, roll_pitch
@@ -30,9 +31,11 @@ __all__ = [
     "Mahony",
     "attitude_errors",
     "integrate_rate",
+    "kernels_available",
     "pad",
     "projected_gravity",
     "quat_from_acc",
     "quat_from_acc_mag",
     "roll_pitch",
+    "use_kernels",
 ]

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from . import dispatch
 from . import quaternion as quat
 from .state import EstimatorState, Padded, cross, pad
 
@@ -181,20 +182,50 @@ class AttitudeEstimator:
     def update(self, state: EstimatorState, gyr: Any, acc: Any, mag: Any = None, mask: Any = None) -> None:
         """One sample per env: ``gyr``, ``acc``, ``mag`` ``(B, 3)`` arrays of the state's executor (rad/s;
         ``mag=None``: the 6-axis update). Envs where ``mask`` ``(B,)`` is False hold their state."""
-        ops, arr = state.ops, state.arrays
-        ops.copyto(arr.g.v, gyr.T)
-        ops.copyto(arr.a.v, acc.T)
-        if mag is not None:
-            ops.copyto(arr.m.v, mag.T)
+        host = state.host
+        if host is None:  # off the CPU: the executor's copies
+            ops, arr = state.ops, state.arrays
+            ops.copyto(arr.g.v, gyr.T)
+            ops.copyto(arr.a.v, acc.T)
+            if mag is not None:
+                ops.copyto(arr.m.v, mag.T)
+        else:  # numpy's copies into the same memory, whatever the executor: the same values, faster
+            to_host = dispatch.host
+            host.g[...] = to_host(gyr).T
+            host.a[...] = to_host(acc).T
+            if mag is not None:
+                host.m[...] = to_host(mag).T
         self.step(state, mag is not None, mask)
 
     def step(self, state: EstimatorState, magnetometer: bool, mask: Any = None) -> None:
         """One update from the samples already in ``state.arrays`` (``g.v``, ``a.v``, ``m.v``, ``(3, B)``);
-        envs where ``mask`` ``(B,)`` is False hold. Runs the step's recorded op list (:meth:`plan`)."""
+        envs where ``mask`` ``(B,)`` is False hold. Runs the compiled kernel of a built-in estimator on a
+        CPU state where numba is installed, else the step's recorded op list (:meth:`plan`); the same
+        bits either way (:mod:`sensorgym.estimators.dispatch`)."""
+        if dispatch.enabled:
+            key = (self, magnetometer)
+            call = state.kernels.get(key, _UNBOUND)
+            if call is _UNBOUND:
+                call = state.kernels[key] = dispatch.bind(self._kernel_spec(magnetometer), state)
+            if call is not None:
+                kernel, (storage, consts, own_mask) = call
+                if mask is None:
+                    kernel(storage, consts, own_mask, False)
+                else:
+                    kernel(storage, consts, dispatch.kernel_mask(mask, own_mask), True)
+                return
         if mask is not None:
-            state.ops.copyto(state.arrays.mask, mask)
+            if state.host is None:
+                state.ops.copyto(state.arrays.mask, mask)
+            else:
+                dispatch.copy(state.host.mask, dispatch.host(mask))
         for fn, args in self.plan(state, magnetometer, mask is not None):
             fn(*args)
+
+    def _kernel_spec(self, magnetometer: bool) -> tuple[str, str, float] | None:
+        """The compiled kernel of this step, ``(name in kernels, its layout there, earth-field scale)``, or
+        None (a third estimator's default: its tape runs)."""
+        return None
 
     def plan(self, state: EstimatorState, magnetometer: bool, masked: bool) -> list[tuple[Any, tuple]]:
         """The step as a flat list of ``(op, args)`` with every array view bound, recorded once per state
@@ -283,6 +314,9 @@ class AttitudeEstimator:
                 ops.copyto(arr.m.v, m[i])
             self.step(state, m is not None, None)
             ops.copyto(out_a[i], arr.q)
+
+
+_UNBOUND = object()  # no kernel looked up yet for this (estimator, variant) and state
 
 
 class _Recorder:

@@ -86,6 +86,12 @@ class Madgwick(AttitudeEstimator):
     def __repr__(self) -> str:
         return f"Madgwick(beta={self.gains['beta']!r}, rate={self.rate!r}, earth_field={self.earth_field!r})"
 
+    def _kernel_spec(self, magnetometer: bool) -> tuple[str, str, float] | None:
+        if type(self)._step is not Madgwick._step or type(self)._gradient is not Madgwick._gradient:
+            return None  # a subclass with its own step runs its own tape
+        name = "madgwick9" if magnetometer else "madgwick6"
+        return name, "MADGWICK_ROWS", EARTH_FIELDS[self.earth_field]
+
     def _step(self, state: EstimatorState, magnetometer: bool) -> None:
         o, A = state.ops, state.arrays
         normalize3(o, A.a.v, A.t3, A.nrm, flag=A.flag)

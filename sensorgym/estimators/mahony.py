@@ -72,6 +72,12 @@ class Mahony(AttitudeEstimator):
         """The gyro-bias estimate ``b̂``, ``(B, 3)`` rad/s in the sensor frame (a view of the state)."""
         return state.arrays.bias.T
 
+    def _kernel_spec(self, magnetometer: bool) -> tuple[str, str, float] | None:
+        if type(self)._step is not Mahony._step:
+            return None  # a subclass with its own step runs its own tape
+        name = "mahony9" if magnetometer else "mahony6"
+        return name, "MAHONY_ROWS", 1.0
+
     def _step(self, state: EstimatorState, magnetometer: bool) -> None:
         o, A = state.ops, state.arrays
         normalize3(o, A.a.v, A.t3, A.nrm)  # a zero sample stays zero: its cross product vanishes

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.recording import write_residuals
 from .allan import octave_m
 from .channels import Channel
 from .config_out import PER_SENSOR, fitted_tables, merge_into, read_config, to_toml
@@ -32,6 +33,7 @@ from .delay import DelayEstimate, estimate_delay
 from .diagnose import explain, spectral_excess, unexplained_line
 from .errors import FitError
 from .readers import read_channels
+from .residuals import check_residuals, residuals_of
 from .result import ChannelFit, ClosedLoop, FitResult
 from .simulate import SimResult, SimSensor, simulate
 from .static import find_static_window, long_gaps, without_gaps
@@ -413,6 +415,7 @@ def fit(
     reference: str | None = None,
     into: str | Path | None = None,
     out: str | Path | None = None,
+    residuals: str | Path | None = None,
     envs: int = 64,
     seed: int = 0,
     simulate_config: bool = True,
@@ -435,6 +438,7 @@ def fit(
         reference: a channel of the same log measuring the same quantity without delay: the delay.
         into: a config whose sensor tables of those names take the fitted options.
         out: the folder to write into (``None``: write nothing).
+        residuals: an NPZ for each channel's static window less its mean (what the ``replay`` option reads).
         envs: simulated envs for the closed-loop check; ``seed``: their seed.
         simulate_config: run the closed-loop simulation (``False``: estimates only).
         progress: ``progress(done, total)`` during the simulation.
@@ -444,9 +448,8 @@ def fit(
             passes ``sensorgym.app.config.parse_config``).
     """
     log = Path(log)
-    table_names = _names(channels, names)
-    window = _parse_static(static)
-    out_dir = _check_out(out)
+    table_names, window, out_dir = _names(channels, names), _parse_static(static), _check_out(out)
+    residuals_path = check_residuals(residuals, channels) if residuals is not None else None
     counts = {n: table_names.count(n) for n in table_names}
     raw = _check_into(into, counts, reference is not None, check_config) if into is not None else None
     wanted = list(channels) + ([reference] if reference and reference not in channels else [])
@@ -456,6 +459,7 @@ def fit(
     timings = {c.name: analyse_timing(c.times, c.invalid_times) for c in chans}
     _check_tables(chans, table_names, timings)
     fits, components = _fit_channels(chans, table_names, timings, window)
+    recorded = residuals_of(fits) if residuals_path is not None else None  # one T_s: refused early
     warnings += [w for f in fits for w in f.findings]
     warnings += [w for w in map(_static_warning, fits) if w]
     if reference:
@@ -466,14 +470,13 @@ def fit(
     warnings += [w for w in map(_diagnose, fits) if w]
     lines = [f.closed_loop.line(f.channel.name) for f in fits if f.closed_loop is not None]
     result = FitResult(log, fits, options, sim, lines, warnings=warnings)
+    if recorded is not None:
+        result.files["residuals"] = write_residuals(residuals_path, *recorded)
     merged = None
     if raw is not None:
         merged = merge_into(raw, options, components, str(into), delay=reference is not None)
-        result.into_changes, result.into_removed, result.into_kept = (
-            merged.changes,
-            merged.removed,
-            merged.kept,
-        )
+        result.into_changes, result.into_removed = merged.changes, merged.removed
+        result.into_kept = merged.kept
         if check_config is not None:  # fitted_config.toml is written only once it loads
             check_config(merged.config)
     if out_dir is not None:

@@ -10,6 +10,7 @@ The MuJoCo sensors are importable without ``mujoco`` installed; they need it onl
 """
 
 from .attribute import EnvAttributeOptions, EnvAttributeSensor
+from .mujoco.attitude import AttitudeOptions, AttitudeSensor
 from .mujoco.camera import CameraOptions, DepthCameraOptions, DepthCameraSensor, RGBCameraSensor
 from .mujoco.contact import ContactForceOptions, ContactForceSensor, ContactOptions, ContactSensor
 from .mujoco.imu import IMUOptions, IMUReading, IMUSensor
@@ -35,6 +36,8 @@ from .mujoco.temperature import TemperatureGridOptions, TemperatureGridSensor
 from .state import StateSensor, StateSensorOptions
 
 __all__ = [
+    "AttitudeOptions",
+    "AttitudeSensor",
     "CameraOptions",
     "ContactForceOptions",
     "ContactForceSensor",

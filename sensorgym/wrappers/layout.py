@@ -81,10 +81,14 @@ def measured_bounds(sensor: Sensor, lo: np.ndarray, hi: np.ndarray) -> tuple[np.
             if name not in comps:
                 value = getattr(options, name, 0.0)
                 vals = value if isinstance(value, tuple) else (value,)
-                comps[name] = [bounds_of(v) for v in (vals * lo.size if len(vals) == 1 else vals)]
+                vals = vals * lo.size if len(vals) == 1 else vals
+                # a non-numeric setting (a term's `settings`: a replay's path) reads (1, 1) where given
+                given = lambda v: (1.0, 1.0) if v is not None else (0.0, 0.0)  # noqa: E731
+                comps[name] = [given(v) if name in settings else bounds_of(v) for v in vals]
             return comps[name]
 
-        terms = [t for t in (*TERMS, *STAGES) if all(hasattr(options, f) for f in t.options)]
+        settings = {f for t in (*TERMS, *STAGES) for f in t.settings}
+        terms = [t for t in (*TERMS, *STAGES) if all(hasattr(options, f) for f in (*t.options, *t.settings))]
         for i in range(lo.size):
             lo[i], hi[i] = _component_bounds(terms, float(lo[i]), float(hi[i]), lambda f, i=i: per_comp(f)[i])
     if options.padding_type == "zero":
@@ -100,8 +104,9 @@ def _component_bounds(terms: list, lo: float, hi: float, option: Any) -> tuple[f
     for term in terms:
         if term.widen is not None:
             out = term.widen(lo, hi, option)
-        else:  # a random term: unbounded wherever it can be non-zero
-            can = any(option(f) != (0.0, 0.0) for f in term.options if f not in term.follows)
+        else:  # a random term (or a replayed recording): unbounded wherever it can be non-zero
+            fields = (*term.options, *term.settings[:1])
+            can = any(option(f) != (0.0, 0.0) for f in fields if f not in term.follows)
             out = (-math.inf, math.inf, 0.0) if can else None
         if out is None:
             continue

@@ -86,7 +86,8 @@ def test_kernel_order_random_walk_noise_bias_resolution():
     """The built-in terms' operations, run by run_plan in TERMS order: walk, noise, bias, resolution."""
     ops = {term.name: term.apply for term in TERMS}
     assert [t.name for t in TERMS] == [
-        "scale_factor", "random_walk", "bias_instability", "white_noise", "lowpass", "bias", "resolution",
+        "scale_factor", "random_walk", "bias_instability", "white_noise", "lowpass", "replay", "bias",
+        "resolution",
     ]  # fmt: skip
     data, scratch = torch.tensor([[1.0, 1.0]]), torch.empty(1, 2)
     walk = torch.tensor([[0.5, 0.0]])

@@ -35,7 +35,8 @@ DESCRIPTION = (
     "fitted.toml (one [sensors.NAME] table per channel name), fit_report.md, allan.png and timing.png, "
     "simulates the fitted options through SensorManager and prints, last, whether the simulated sensor's "
     "Allan deviation lies inside the log's 95% band. With --into CONFIG it also writes fitted_config.toml: "
-    "CONFIG with the fitted options in its sensor tables, ready for inspect/train/ablate --config."
+    "CONFIG with the fitted options in its sensor tables, ready for inspect/train/ablate --config. With "
+    "--residuals FILE it also writes the static window's residuals, which a sensor's replay option replays."
 )
 EPILOG = (
     "channels are named as the log names them: a CSV column, an NPZ array (column i of a 2-D array: "
@@ -47,6 +48,7 @@ EPILOG = (
     '  sensorgym fit imu.csv --channels "Gyroscope X (deg/s)" "Gyroscope Y (deg/s)" --names gyro\n'
     "  sensorgym fit flight.ulg --channels sensor_combined.gyro_rad[0] --static 0:5\n"
     "  sensorgym fit imu.csv --channels gx gy --names angle --into examples/configs/train.toml\n"
+    '  sensorgym fit imu.csv --channels gx gy gz --residuals rest.npz   # then replay = "rest.npz"\n'
     "  sensorgym train --config sensorgym_outputs/fit/fitted_config.toml"
 )
 
@@ -95,6 +97,14 @@ ARGUMENTS: tuple[Argument, ...] = (
             metavar="CONFIG",
             help="a config whose [sensors.NAME] tables take the fitted options: written as "
             "fitted_config.toml",
+        ),
+    ),
+    (
+        ("--residuals",),
+        dict(
+            metavar="FILE",
+            help="also write FILE (.npz): per channel the static window's samples less its mean, with the "
+            "sample interval and the channel names: the recording a sensor's replay option replays",
         ),
     ),
     shared("out", help="output folder (default: sensorgym_outputs/fit)"),
@@ -214,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
                 reference=args.reference,
                 into=args.into,
                 out=out,
+                residuals=args.residuals,
                 envs=args.envs,
                 seed=args.seed,
                 progress=progress,

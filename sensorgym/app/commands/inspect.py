@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print(format_summary(result.summary, dt, result.z, result.checks))
     print(f"\nfigure: {result.figure}")
+    if result.attitude_figure is not None:
+        print(f"attitude figure: {result.attitude_figure} (the estimate's inclination and heading errors)")
     if result.sampler_figure is not None:
         print(
             f"sampler figure: {result.sampler_figure} (sensors with update_period/dropout: samples taken, "

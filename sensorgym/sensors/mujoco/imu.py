@@ -55,6 +55,7 @@ from .base import (
     state_key,
 )
 from .geometry import euler_to_matrix
+from .imu_replay import merge_replay
 from .kalibr import KALIBR_NOT_NOISE, _yaml, kalibr_table
 
 __all__ = [
@@ -261,6 +262,10 @@ class IMUOptions(MujocoSensorOptions):
             per-field option overrides the matching 3 components of the 9-component option of the same
             name (components: acc x y z, gyro x y z, mag x y z); its checks name it (``gyro_noise`` and
             ``gyro_noise_density`` may not both be non-zero on one axis).
+        acc_replay, gyro_replay, mag_replay: a recording of a real sensor's errors for one field (the NPZ
+            ``sensorgym fit --residuals`` writes; None: not replayed), with ``acc_replay_channels``, ... its
+            3 channels (default: the file's, which must be 3); merged into ``replay`` and
+            ``replay_channels`` (docs/error_model.md, "Replayed real errors").
 
     Example:
         >>> import sensorgym as sg
@@ -287,9 +292,21 @@ class IMUOptions(MujocoSensorOptions):
             __annotations__[f"{_field}_{_kind}"] = "Any"
             vars()[f"{_field}_{_kind}"] = None
     del _kind, _field
+    # the per-field replayed recordings (imu_replay.py): a path and its 3 channels per field; None: not given
+    acc_replay: Any = None
+    gyro_replay: Any = None
+    mag_replay: Any = None
+    acc_replay_channels: Any = None
+    gyro_replay_channels: Any = None
+    mag_replay_channels: Any = None
 
     #: the mount may be randomized too (docs/frames.md); the error-model options come from the base class
     randomizable: ClassVar[tuple[str, ...]] = (*MujocoSensorOptions.randomizable, *MOUNT_FIELDS)
+    #: imperfection levels besides the base class's (a trained policy may be scored under other values of
+    #: these: ``sensorgym eval --config``, deployment conditions): the per-field error terms and recordings
+    level_options: ClassVar[tuple[str, ...]] = tuple(
+        f"{f}_{k}" for k in (*IMPERFECTIONS, "replay", "replay_channels") for f in FIELDS
+    )
 
     def randomized_fields(self) -> tuple[str, ...]:
         """Names of the fields given as distributions (directly, per component or per matrix entry)."""
@@ -366,6 +383,7 @@ class IMUOptions(MujocoSensorOptions):
             if merged is not None:
                 object.__setattr__(self, kind, merged)
         self._check_field_pairs(written)
+        merge_replay(self, written)
         super()._validate()
 
     def _check_field_value(self, name: str, kind: str, value: Any) -> None:

@@ -1,0 +1,96 @@
+"""What an attitude estimator adds to the IMU sensor's step, in the pipeline: ``AttitudeSensor`` against the
+plain ``IMUSensor`` with the same options, the same state and manager settings (issue 35's budget: at most
+25% of the IMU's step at B = 1 and B = 4096; nothing when off, since an ``IMUSensor`` carries no
+estimator code at all).
+
+For each batch size B and executor: ``SensorManager(num_envs=B, dt=0.02)`` with one ``IMUOptions(body=
+"torso", acc_noise=0.05, gyro_noise=0.01, mag_noise=0.1)``, and the same with ``AttitudeOptions`` (6-axis
+Madgwick or Mahony, output the projected gravity; with ``--outputs`` more). The time of ``mgr.step`` on a
+fixed ``(B, 9)`` float32 state, the managers stepped in alternation round by round (so a load change
+hits both), the best round of each. The compiled kernels run where numba is installed (the ``fast``
+extra); ``--no-kernels`` times the op-by-op route.
+
+Usage:
+    python benchmarks/bench_attitude.py                    # B in {1, 64, 4096}, both executors
+    python benchmarks/bench_attitude.py --sizes 1 4096 --rounds 9
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+import sensorgym as sg
+from sensorgym.estimators import kernels_available, use_kernels
+from sensorgym.sensors.mujoco.attitude import truth_key
+from sensorgym.sensors.mujoco.base import state_key
+
+IMU = dict(body="torso", acc_noise=0.05, gyro_noise=0.01, mag_noise=0.1)
+
+
+def manager(b: int, executor: str, options: sg.IMUOptions) -> tuple[sg.SensorManager, dict]:
+    mgr = sg.SensorManager(num_envs=b, dt=0.02, seed=0, executor=executor)
+    mgr.add_sensor(options)
+    rng = np.random.default_rng(0)
+    state = {
+        state_key(options): (rng.normal(size=(b, 9)) + np.array([0, 0, 9.81, 0, 0, 0, 0, 0, 0])).astype(
+            np.float32
+        )
+    }
+    if isinstance(options, sg.AttitudeOptions):
+        state[truth_key(options)] = np.tile(np.float32([1, 0, 0, 0]), (b, 1))
+    mgr.reset(state)
+    for _ in range(30):  # warm: plans recorded, kernels compiled
+        mgr.step(state)
+    return mgr, state
+
+
+def per_step(mgr: sg.SensorManager, state: dict, seconds: float) -> float:
+    n, start = 0, time.perf_counter()
+    while True:
+        mgr.step(state)
+        n += 1
+        if n % 10 == 0 and time.perf_counter() - start > seconds:
+            return (time.perf_counter() - start) / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 4096])
+    parser.add_argument("--executors", nargs="+", default=["numpy", "torch"])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--round-time", type=float, default=0.15)
+    parser.add_argument("--outputs", nargs="+", default=["projected_gravity"])
+    parser.add_argument("--no-kernels", action="store_true")
+    args = parser.parse_args()
+    use_kernels(not args.no_kernels)
+    torch.set_num_threads(1)
+    route = "op tape" if args.no_kernels or not kernels_available() else "compiled kernels"
+    print(
+        f"route: {route}; outputs {args.outputs}; best of {args.rounds} rounds, interleaved; 1 torch thread"
+    )
+    print("| B | executor | IMU step (µs) | + Madgwick (µs) | added | + Mahony (µs) | added |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for b in args.sizes:
+        for executor in args.executors:
+            arms = {
+                "imu": manager(b, executor, sg.IMUOptions(**IMU)),
+                "madgwick": manager(b, executor, sg.AttitudeOptions(**IMU, outputs=tuple(args.outputs))),
+                "mahony": manager(
+                    b, executor, sg.AttitudeOptions(**IMU, estimator="mahony", outputs=tuple(args.outputs))
+                ),
+            }
+            best = dict.fromkeys(arms, float("inf"))
+            for _ in range(args.rounds):
+                for name, (mgr, state) in arms.items():
+                    best[name] = min(best[name], per_step(mgr, state, args.round_time))
+            imu = best["imu"]
+            cells = [f"{best[k] * 1e6:.1f} | {best[k] / imu - 1:+.0%}" for k in ("madgwick", "mahony")]
+            print(f"| {b} | {executor} | {imu * 1e6:.1f} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
