@@ -20,6 +20,8 @@ A config is a mapping with these tables (all but ``sensors`` optional)::
                  grid = {"sensors.angle.noise" = [0.0, 0.05, 0.2]}   # every combination
                         (any key: "sensors.imu.update_period", "sensors.imu.dropout", "latency.delay", ...)
                  or list = [{"sensors.angle.noise" = 0.0}, ...]    # explicit cells
+    [deploy.<name>]  "sensors.angle.noise" = 0.1, "latency.delay" = 0.04   # a deployment condition: ablate
+                 also scores every run with these overrides (levels only; see app/config_deploy.py)
 
 Every key is checked; an error names the key path, the value and the fix (and, from
 :func:`load_config`, the file).
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.randomization import Distribution
+from .config_deploy import check_deploy, parse_deploy
 from .config_values import (
     AlgorithmConfig,
     Config,
@@ -96,12 +99,15 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
                     raise
                 where = ", ".join(f"{k} = {v!r}" for k, v in cell.items())
                 raise ConfigError(f"sweep cell {{{where}}}: {e}") from None
+    if cfg.deploy:  # every condition on every cell: a refusal before any training, not after it
+        check_deploy(cfg, cfg.sweep.cells(), apply_overrides)
     return cfg
 
 
 def _parse(raw: Mapping[str, Any]) -> Config:
     """The config's tables, each validated in this order (the first mistake is the one reported)."""
-    top = read_table(raw, "<root>", ["env", "sensors", "policy", "critic", "algorithm", "latency", "sweep"])
+    tables = ["env", "sensors", "policy", "critic", "algorithm", "latency", "sweep", "deploy"]
+    top = read_table(raw, "<root>", tables)
     sensors_raw = top.get("sensors")
     if not isinstance(sensors_raw, Mapping) or not sensors_raw:
         raise config_error(
@@ -119,6 +125,7 @@ def _parse(raw: Mapping[str, Any]) -> Config:
     algorithm = _algorithm(top.get("algorithm"))
     latency = _latency(top.get("latency"), sensors)
     sweep = _sweep(top.get("sweep"), algorithm.seed)
+    deploy = parse_deploy(top.get("deploy"), sensors)
     return Config(
         sensors=sensors,
         env=env,
@@ -130,6 +137,7 @@ def _parse(raw: Mapping[str, Any]) -> Config:
         latency=latency,
         policy_age=policy_age,
         critic_age=critic_age,
+        deploy=deploy,
     )
 
 

@@ -161,6 +161,8 @@ class Config:
     latency: LatencyConfig | None = None
     policy_age: list[str] = field(default_factory=list)
     critic_age: list[str] = field(default_factory=list)
+    #: deployment conditions: name -> dotted-path overrides (:mod:`sensorgym.app.config_deploy`)
+    deploy: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def options_class(name: Any, path: str) -> type[SensorOptions]:

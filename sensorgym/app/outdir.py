@@ -5,9 +5,9 @@ Before ``train`` or ``ablate`` writes anything into ``--out`` (and ``inspect`` i
 * the path can hold the outputs: a folder (a file there is refused), writable (a read-only file system
   or a folder without write permission is refused), with one line naming the path and the fix;
 * ``ablate``: a folder that holds finished runs of **another config** (another env, sensors, critic
-  inputs, algorithm or budget: anything but the ``[sweep]`` table, which only adds or removes runs) is
-  refused; the same config resumes, and another ``[sweep]`` of it (more seeds, more levels) reuses the
-  runs it shares;
+  inputs, algorithm or budget: anything but the ``[sweep]`` table, which only adds or removes runs, and
+  the ``[deploy]`` conditions, which only score them) is refused; the same config resumes, and another
+  ``[sweep]`` or ``[deploy]`` of it (more seeds, more levels, another condition) reuses the runs it shares;
 * ``train`` (without ``--resume``): a folder that holds a run (a checkpoint at N steps, or a finished
   model) or a study is refused; ``train --resume`` on a study says it holds no run;
 * either: a folder holding files of the names the command writes that sensorgym did not write (a
@@ -57,8 +57,11 @@ __all__ = [
     "study_conflict",
 ]
 
-#: what ``sensorgym ablate`` writes into its folder (``.finished``: rows a killed sweep's workers left)
-STUDY_FILES = ("results.csv", "summary.md", "return_vs_level.png", "config.json", ".finished")
+#: what ``sensorgym ablate`` writes into its folder (``.finished``: rows a killed sweep's workers left;
+#: ``runs``: a run directory per run; ``deploy.png``: with ``[deploy]`` conditions)
+STUDY_FILES = (
+    "results.csv", "summary.md", "return_vs_level.png", "config.json", ".finished", "runs", "deploy.png",
+)  # fmt: skip
 #: what ``sensorgym train`` writes into its run directory
 RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.json", "result.json", "checkpoint", "tb")
 
@@ -163,9 +166,11 @@ def move_aside(out: Path, names: Iterable[str]) -> Path:
 
 
 def study_base(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """What identifies a study's runs: the config without its ``[sweep]`` table, as JSON data (the run ids
-    of :func:`sensorgym.app.ablation.plan_runs` hash exactly this, with the cell, critic and seed)."""
-    return json.loads(json.dumps({k: v for k, v in raw.items() if k != "sweep"}, default=str))
+    """What identifies a study's runs: the config without its ``[sweep]`` and ``[deploy]`` tables (which
+    add or remove runs and the conditions they are scored under), as JSON data (the run ids of
+    :func:`sensorgym.app.ablation.plan_runs` hash exactly this, with the cell, critic and seed)."""
+    kept = {k: v for k, v in raw.items() if k not in ("sweep", "deploy")}
+    return json.loads(json.dumps(kept, default=str))
 
 
 def differing_keys(a: Any, b: Any, prefix: str = "") -> list[str]:

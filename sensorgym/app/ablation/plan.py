@@ -79,8 +79,9 @@ def _label(cell: dict[str, Any]) -> str:
 
 
 def plan_runs(cfg: Config) -> list[Run]:
-    """Every (cell, critic, seed) of the sweep, with a stable id derived from the whole run setting."""
-    base = {k: v for k, v in cfg.raw.items() if k != "sweep"}
+    """Every (cell, critic, seed) of the sweep, with a stable id derived from the whole run setting (the
+    ``[deploy]`` conditions are not part of it: they score a run, and adding one keeps the run)."""
+    base = {k: v for k, v in cfg.raw.items() if k not in ("sweep", "deploy")}
     runs = []
     for cell in cfg.sweep.cells():
         for critic in cfg.sweep.critic:

@@ -1,11 +1,14 @@
 """Running a sweep: every missing run of the plan, in this process, in local worker processes or as Ray
-tasks, each finished run appended to ``results.csv`` at once (a resumed sweep skips it), with progress
-bars on a terminal and a line per finished run in a log.
+tasks (:mod:`~sensorgym.app.ablation.on_ray`), each finished run appended to ``results.csv`` at once (a
+resumed sweep skips it) and kept as a run directory in ``runs/`` (:mod:`~sensorgym.app.ablation.task`),
+with progress bars on a terminal and a line per finished run in a log. A finished run that lacks a score
+under a ``[deploy]`` condition is scored with its saved model, not trained again, and its row updated.
 
 Ctrl-C (SIGINT), or SIGTERM under :func:`~sensorgym.app.signals.sigterm_as_sigint`, stops a sweep within
 seconds: queued runs are cancelled, running workers terminated, every finished run is kept in
 ``results.csv``, and :class:`SweepInterrupted` says how many are done. Then ``summary.md`` and
-``return_vs_level.png`` are written (:mod:`~sensorgym.app.ablation.report`).
+``return_vs_level.png`` are written (:mod:`~sensorgym.app.ablation.report`), and with ``[deploy]``
+conditions ``deploy.png`` (:mod:`~sensorgym.app.ablation.deploy_report`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import contextlib
 import csv
 import json
 import os
-import queue as queue_mod
 import signal
 import threading
 import time
@@ -23,11 +25,16 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, apply_overrides
+from ..config import Config
+from ..config_deploy import deploy_column
 from ..outdir import read_results
 from ..signals import stop_deferred, stop_requested
+from .deploy_report import deploy_markdown, plot_deploy
+from .on_ray import connect_ray, run_ray
 from .plan import RESULT_FIELDS, Run, _label, default_threads, plan_runs
+from .progress import Bars, LocalChannel, drain
 from .report import plot_results, summary_markdown
+from .task import RUNS, check_deployable, is_trained, missing_conditions, run_one, unpack_run
 
 __all__ = ["SweepInterrupted", "read_results", "run_one", "run_sweep"]
 
@@ -44,130 +51,36 @@ class SweepInterrupted(KeyboardInterrupt):
         self.done, self.total, self.csv_path = done, total, csv_path
 
 
-@contextlib.contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """Run with ``threads`` torch intra-op threads, restoring the previous number afterwards."""
-    import torch
-
-    if threads is None:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(int(threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def run_one(cfg_raw: dict, run: Run, progress: Any = None, threads: int | None = None) -> dict[str, Any]:
-    """Train and evaluate one run (in this process, a worker process or a Ray task) with ``threads``
-    torch intra-op threads (``None``: leave the process's setting). Returns its ``results.csv`` row."""
-    import torch
-
-    from ..config import parse_config
-    from ..training import planned_timesteps, rollout_steps, train_ppo
-
-    cfg = apply_overrides(parse_config(cfg_raw), run.cell)
-    planned = planned_timesteps(cfg.algorithm.timesteps, rollout_steps(cfg.algorithm.kwargs, cfg.env.n_envs))
-    callback = _progress_callback(progress, run.run_id, planned) if progress is not None else None
-    with _torch_threads(threads):
-        used_threads = torch.get_num_threads()
-        # the run's critic and seed; no learning curve (a sweep scores each run once, at its end)
-        result = train_ppo(cfg, critic=run.critic, seed=run.seed, eval_every=0, callback=callback)
-    row: dict[str, Any] = {"run_id": run.run_id, "critic": run.critic, "seed": run.seed, **run.cell}
-    row.update(
-        {
-            "eval_return_mean": result["eval_return_mean"],
-            "eval_return_std": result["eval_return_std"],
-            "eval_episodes": result["eval_episodes"],
-            "eval_returns": " ".join(f"{x:.6g}" for x in result["eval_returns"]),
-            "timesteps": result["timesteps"],
-            "timesteps_budget": result["timesteps_budget"],
-            "train_seconds": result["train_seconds"],
-            "torch_threads": used_threads,
-        }
-    )
-    return row
-
-
-def _progress_callback(channel: Any, run_id: str, total: int) -> Any:
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class Report(BaseCallback):
-        def _on_step(self) -> bool:
-            if self.n_calls % 50 == 0:
-                channel.put((run_id, self.num_timesteps, total))
-            return True
-
-        def _on_training_end(self) -> None:
-            channel.put((run_id, self.num_timesteps, total))
-
-    return Report()
-
-
-def _append(path: Path, row: dict[str, Any], fields: list[str]) -> None:
-    """Append one row. A CSV whose header lacks some of ``fields`` (another sweep of the same config, or an
-    older version) is rewritten with the union of both headers, its own columns first: a rewrite never
-    drops a column, so the rows already there keep every value (a key a row does not set stays empty,
-    which the summary reads as the config's own value)."""
+def _save_row(path: Path, row: dict[str, Any], fields: list[str]) -> None:
+    """Append one row, or replace the row of its run when the CSV has one (a finished run scored under a
+    new deployment condition, or trained again). A CSV whose header lacks some of ``fields`` (another
+    sweep of the same config, a new condition, or an older version) is rewritten with the union of both
+    headers, its own columns first: a rewrite never drops a column, so the rows already there keep every
+    value (a key a row does not set stays empty, which the summary reads as the config's own value)."""
     header: list[str] = []
     if path.exists():
         with path.open() as f:
             header = next(csv.reader(f), [])
     columns = header + [k for k in fields if k not in header] if header else list(fields)
-    if header and columns != header:
-        rows = read_results(path)
+    rows = read_results(path) if header else []
+    run_id = str(row["run_id"])
+    known = any(r.get("run_id") == run_id for r in rows)
+    if known or (header and columns != header):
+        rows = [{**r, **row} if r.get("run_id") == run_id else r for r in rows]
         tmp = path.with_name(path.name + ".tmp")
         with tmp.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=columns)
+            writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
         os.replace(tmp, path)  # a kill mid-rewrite leaves the old file whole
+        if known:
+            return
     new = not header
     with path.open("a" if header else "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         if new:
             writer.writeheader()
         writer.writerow(row)
-
-
-class _Bars:
-    """A bar for the sweep and one per running run (tqdm), fed by progress messages."""
-
-    def __init__(self, total: int, done: int, enabled: bool) -> None:
-        self.enabled = enabled
-        self.runs: dict[str, Any] = {}
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self._tqdm = tqdm
-            self.sweep = tqdm(total=total, initial=done, desc="sweep", unit="run", position=0)
-
-    def update(self, run_id: str, steps: int, total: int, label: str) -> None:
-        if not self.enabled:
-            return
-        bar = self.runs.get(run_id)
-        if bar is None:
-            bar = self.runs[run_id] = self._tqdm(
-                total=total, desc=label[:40], unit="step", leave=False, position=len(self.runs) + 1
-            )
-        bar.update(steps - bar.n)
-
-    def finish(self, run_id: str) -> None:
-        if not self.enabled:
-            return
-        bar = self.runs.pop(run_id, None)
-        if bar is not None:
-            bar.close()
-        self.sweep.update(1)
-
-    def close(self) -> None:
-        if self.enabled:
-            for bar in self.runs.values():
-                bar.close()
-            self.runs.clear()
-            self.sweep.close()
 
 
 @contextlib.contextmanager
@@ -206,9 +119,10 @@ def run_sweep(
     :func:`~sensorgym.app.signals.sigterm_as_sigint`), after keeping every finished run in ``results.csv``.
     """
     out = Path(out)
+    check_deployable(cfg)  # a condition the trained policies cannot be scored under: before any run
     runs = plan_runs(cfg)
     # before anything is written: no cluster there is a one-line mistake, not a half-written study
-    ray_started = _connect_ray(ray_address) if ray_address else False
+    ray_started = connect_ray(ray_address) if ray_address else False
     try:
         return _sweep(cfg, out, runs, workers, ray_address, progress, log, threads)
     finally:
@@ -234,43 +148,53 @@ def _sweep(
     _write_atomic(out / "config.json", json.dumps(cfg.raw, indent=2, default=str))
     csv_path = out / "results.csv"
     cell_keys = sorted({k for r in runs for k in r.cell})
-    fields = ["run_id", "critic", "seed", *cell_keys, *RESULT_FIELDS[3:]]
+    fields = ["run_id", "critic", "seed", *cell_keys, *RESULT_FIELDS[3:], *map(deploy_column, cfg.deploy)]
     wanted = {r.run_id for r in runs}
     _collect_finished(out, csv_path, fields)  # rows a killed sweep's workers finished
-    done = {row["run_id"] for row in read_results(csv_path)}
-    todo = [r for r in runs if r.run_id not in done]
+    todo, scored_only, again = _todo(cfg, runs, out, csv_path)
     workers = max(1, workers)
     if threads is None:
         threads = 1 if ray_address else default_threads(min(workers, max(1, len(todo))))
-    log(_plan_line(cfg, len(runs), len(todo), csv_path, cell_keys, workers, threads, ray_address))
+    to_train = len(todo) - len(scored_only)
+    log(_plan_line(cfg, len(runs), to_train, csv_path, cell_keys, workers, threads, ray_address))
+    if scored_only:
+        log(
+            f"{len(scored_only)} finished run(s) lack a score under a [deploy] condition: they are scored "
+            f"with their saved models in {out / RUNS} (not trained again)"
+        )
+    if again:
+        log(
+            f"{again} finished run(s) lack a score under a [deploy] condition and have no saved model in "
+            f"{out / RUNS} (a study of an older version): they are trained again with their seeds, then "
+            "scored"
+        )
     labels = {r.run_id: f"{r.critic} s{r.seed} {_label(r.cell)}" for r in runs}
-    bars = _Bars(len(runs), len(runs) - len(todo), progress)
+    bars = Bars(len(runs), len(runs) - len(todo), progress)
     finished = [len(runs) - len(todo)]
 
     def on_row(row: dict[str, Any]) -> None:
-        _append(csv_path, row, fields)
+        files = row.pop("_files", None)
+        if files:  # a Ray task's run directory
+            unpack_run(files, out / RUNS / row["run_id"])
+        _save_row(csv_path, row, fields)
         bars.finish(row["run_id"])
         finished[0] += 1
         if not progress:  # a log, not a terminal: one plain line per finished run instead of bars
-            log(
-                f"[{finished[0]}/{len(runs)}] {labels.get(row['run_id'], row['run_id'])}: score "
-                f"{float(row['eval_return_mean']):.1f} (sd {float(row['eval_return_std']):.1f} over "
-                f"{row['eval_episodes']} episodes), {float(row['train_seconds']):.0f} s of training"
-            )
+            log(f"[{finished[0]}/{len(runs)}] " + _row_line(row, labels, cfg, row["run_id"] in scored_only))
 
     try:
         if not todo:
             pass
         elif ray_address:
-            _run_ray(cfg, todo, ray_address, on_row, bars, labels, threads)
+            run_ray(cfg, todo, ray_address, on_row, bars, labels, threads, out / RUNS)
         elif workers > 1 and len(todo) > 1:
             _run_processes(
                 cfg, todo, min(workers, len(todo)), out, csv_path, fields, on_row, bars, labels, threads
             )
         else:
-            channel = _LocalChannel(bars, labels) if progress else None
+            channel = LocalChannel(bars, labels) if progress else None
             for run in todo:
-                on_row(run_one(cfg.raw, run, channel, threads))
+                on_row(run_one(cfg.raw, run, channel, threads, out / RUNS / run.run_id))
     except KeyboardInterrupt:
         with stop_deferred():
             bars.close()
@@ -280,9 +204,47 @@ def _sweep(
     finally:
         bars.close()
     rows = [r for r in read_results(csv_path) if r["run_id"] in wanted]
-    (out / "summary.md").write_text(summary_markdown(rows, cell_keys, cfg))
+    deployed = "\n" + deploy_markdown(rows, cell_keys, cfg) if cfg.deploy else ""
+    (out / "summary.md").write_text(summary_markdown(rows, cell_keys, cfg) + deployed)
     plot_results(rows, cell_keys, out / "return_vs_level.png", cfg)
+    if cfg.deploy:
+        plot_deploy(rows, cell_keys, out / "deploy.png", cfg)
     return rows
+
+
+def _todo(cfg: Config, runs: list[Run], out: Path, csv_path: Path) -> tuple[list[Run], set[str], int]:
+    """The runs to work on, in plan order: those not in ``results.csv`` (to train and score), and the
+    finished ones that lack a score under a ``[deploy]`` condition (or hold one made under other
+    overrides of its name): those are only scored, unless their run directory holds no trained model (a
+    study of an older version), and then trained again. Returns them, the ids of those only scored and
+    the number trained again."""
+    done = {row["run_id"]: row for row in read_results(csv_path)}
+    scored_only, again = set(), set()
+    if cfg.deploy:
+        for r in runs:
+            row, run_dir = done.get(r.run_id), out / RUNS / r.run_id
+            if row is not None and (
+                any(not row.get(deploy_column(name)) for name in cfg.deploy)
+                or missing_conditions(run_dir, cfg.deploy)
+            ):
+                (scored_only if is_trained(run_dir, r) else again).add(r.run_id)
+    todo = [r for r in runs if r.run_id not in done or r.run_id in scored_only | again]
+    return todo, scored_only, len(again)
+
+
+def _row_line(row: dict[str, Any], labels: dict[str, str], cfg: Config, scored_only: bool) -> str:
+    """One finished run in a log: its setting, its score (and under each deployment condition) and the
+    seconds it trained."""
+    label = labels.get(row["run_id"], row["run_id"])
+    own = f"score {float(row['eval_return_mean']):.1f}"
+    deployed = ", ".join(f"{n} {float(row[deploy_column(n)]):.1f}" for n in cfg.deploy)
+    if scored_only:
+        return f"{label}: scored under [deploy] only ({own}; deployed: {deployed})"
+    line = (
+        f"{label}: {own} (sd {float(row['eval_return_std']):.1f} over {row['eval_episodes']} episodes), "
+        f"{float(row['train_seconds']):.0f} s of training"
+    )
+    return line + (f"; deployed: {deployed}" if deployed else "")
 
 
 def _plan_line(
@@ -317,26 +279,6 @@ def _plan_line(
     return f"sweep: {runs} runs of {steps}; {runs - todo} already in {csv_path}, {todo} to run {where}"
 
 
-class _LocalChannel:
-    def __init__(self, bars: _Bars, labels: dict[str, str]) -> None:
-        self.bars, self.labels = bars, labels
-
-    def put(self, message: tuple[str, int, int]) -> None:
-        run_id, steps, total = message
-        self.bars.update(run_id, steps, total, self.labels[run_id])
-
-
-def _drain(channel: Any, bars: _Bars, labels: dict[str, str]) -> None:
-    if channel is None:
-        return
-    while True:
-        try:
-            run_id, steps, total = channel.get_nowait()
-        except (queue_mod.Empty, Exception):
-            return
-        bars.update(run_id, steps, total, labels[run_id])
-
-
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
@@ -348,14 +290,12 @@ def _collect_finished(out: Path, csv_path: Path, fields: list[str], on_row: Call
     folder = out / _FINISHED
     if not folder.is_dir():
         return []
-    known = {r["run_id"] for r in read_results(csv_path)}
     rows = []
     for path in sorted(folder.glob("*.json")):
         row = json.loads(path.read_text())
-        if row["run_id"] not in known:
-            (on_row or (lambda r: _append(csv_path, r, fields)))(row)
-            known.add(row["run_id"])
-            rows.append(row)
+        # a row already in the CSV (a kill came between its write and this unlink) is written again, the same
+        (on_row or (lambda r: _save_row(csv_path, r, fields)))(row)
+        rows.append(row)
         path.unlink()
     return rows
 
@@ -368,7 +308,7 @@ def _worker(cfg_raw: dict, tasks: Any, progress: Any, folder: str, threads: int)
         if run is None:
             return
         try:
-            row = run_one(cfg_raw, run, progress, threads)
+            row = run_one(cfg_raw, run, progress, threads, Path(folder).parent / RUNS / run.run_id)
         except Exception:
             _write_atomic(Path(folder) / f"{run.run_id}.error", traceback.format_exc())
             return
@@ -398,7 +338,7 @@ def _run_processes(
     csv_path: Path,
     fields: list[str],
     on_row: Callable,
-    bars: _Bars,
+    bars: Bars,
     labels: dict[str, str],
     threads: int,
 ) -> None:
@@ -425,7 +365,7 @@ def _run_processes(
                 p.start()
         while remaining:
             wait([p.sentinel for p in procs], timeout=0.25)
-            _drain(channel, bars, labels)
+            drain(channel, bars, labels)
             for row in _collect_finished(out, csv_path, fields, on_row):
                 remaining.discard(row["run_id"])
             errors = sorted(folder.glob("*.error"))
@@ -452,69 +392,3 @@ def _run_processes(
                 if q is not None:
                     q.cancel_join_thread()
                     q.close()
-
-
-def _connect_ray(address: str) -> bool:
-    """Connect to (or, for ``"local"``, start) Ray; returns whether this call started it. No cluster at
-    ``address`` is a :class:`~sensorgym.app.config.UserError` naming the fix (Ray's own error is a
-    ``ConnectionError`` with a 30-line traceback)."""
-    from ..config import UserError
-
-    try:
-        import ray
-    except ImportError:
-        raise UserError(
-            '--ray needs Ray, which is not installed. Fix: pip install "sensorgym[ray]".'
-        ) from None
-    if ray.is_initialized():
-        return False
-    try:
-        ray.init(
-            address=None if address == "local" else address,
-            ignore_reinit_error=True,
-            log_to_driver=False,
-            include_dashboard=False,
-        )
-    except ConnectionError as e:
-        first = " ".join(str(e).split(". ")[0].split())
-        raise UserError(
-            f"--ray {address}: no Ray cluster to connect to ({first}). Fix: start one (ray start --head) "
-            "or pass its address (ray://host:10001), or run here: --ray local, or --workers N without --ray."
-        ) from None
-    return True
-
-
-def _run_ray(
-    cfg: Config,
-    todo: list[Run],
-    address: str,
-    on_row: Callable,
-    bars: _Bars,
-    labels: dict[str, str],
-    threads: int,
-) -> None:
-    """Run ``todo`` as Ray tasks on the cluster :func:`_connect_ray` connected to (``address``)."""
-    import ray
-    from ray.util.queue import Queue
-
-    pending: list[Any] = []
-    try:
-        channel = Queue() if bars.enabled else None
-        task = ray.remote(num_cpus=threads)(run_one)
-        pending = [task.remote(cfg.raw, run, channel, threads) for run in todo]
-        while pending:
-            finished, pending = ray.wait(pending, num_returns=1, timeout=0.5)
-            _drain(channel, bars, labels)
-            for ref in finished:
-                on_row(ray.get(ref))
-    except KeyboardInterrupt:
-        with stop_deferred():
-            if pending:  # keep the runs that finished, cancel the rest
-                finished, rest = ray.wait(pending, num_returns=len(pending), timeout=0)
-                for ref in finished:
-                    with contextlib.suppress(Exception):
-                        on_row(ray.get(ref, timeout=5))
-                for ref in rest:
-                    with contextlib.suppress(Exception):
-                        ray.cancel(ref, force=True)
-        raise

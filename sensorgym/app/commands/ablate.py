@@ -19,11 +19,15 @@ DESCRIPTION = (
     "question with its uncertainty (paired asymmetric - symmetric differences with 95% intervals, and the "
     "smallest difference the seeds can detect with 80% probability) and a plot. Finished runs are appended "
     "to results.csv at once and skipped when the command is run again; Ctrl-C stops within seconds and "
-    "keeps them."
+    'keeps them. With [deploy.NAME] tables (deployment conditions: overrides such as "latency.delay" = '
+    "0.04) every run is also scored under each condition on its own evaluation episodes, and the summary "
+    "says which arm transfers best and how sure that is; a condition added later scores the finished runs "
+    "without training them again."
 )
 EPILOG = (
-    "writes into --out: results.csv (one row per run), summary.md, return_vs_level.png, "
-    "config.json\n\nexamples:\n  sensorgym ablate\n  sensorgym ablate --workers 4 --seeds 0 1 2 3 4 5\n"
+    "writes into --out: results.csv (one row per run), summary.md, return_vs_level.png, config.json, "
+    "runs/ (a run directory per run, for `sensorgym eval`), deploy.png (with [deploy] conditions)"
+    "\n\nexamples:\n  sensorgym ablate\n  sensorgym ablate --workers 4 --seeds 0 1 2 3 4 5\n"
     "  sensorgym ablate --ray auto"
 )
 
@@ -112,7 +116,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return interrupted_exit_code()
     print((out / "summary.md").read_text())
-    print(f"outputs: {out / 'results.csv'}, {out / 'summary.md'}, {out / 'return_vs_level.png'}")
+    figures = [out / "return_vs_level.png", *([out / "deploy.png"] if cfg.deploy else [])]
+    print(
+        f"outputs: {out / 'results.csv'}, {out / 'summary.md'}, {', '.join(map(str, figures))}; "
+        f"a run directory per run in {out / 'runs'} (sensorgym eval reads it)"
+    )
     return 0
 
 
@@ -126,6 +134,10 @@ def _config(args: argparse.Namespace) -> Any:
         cfg.sweep.seeds = list(args.seeds)
         cfg.raw.setdefault("sweep", {})["seeds"] = list(args.seeds)
     check_env(cfg, source, sweep=True, training=True)
+    if cfg.deploy:
+        from ..ablation.task import check_deployable
+
+        check_deployable(cfg, source)
     return cfg
 
 
