@@ -19,7 +19,8 @@ A config is a mapping with these tables (all but ``sensors`` optional)::
     [sweep]      seeds = [0, 1, 2], critic = ["symmetric", "asymmetric"],
                  grid = {"sensors.angle.noise" = [0.0, 0.05, 0.2]}   # every combination
                         (any key: "sensors.imu.update_period", "sensors.imu.dropout", "latency.delay", ...)
-                 or list = [{"sensors.angle.noise" = 0.0}, ...]    # explicit cells
+                 or list = [{"sensors.angle.noise" = 0.0}, ...]    # explicit cells, each optionally
+                        named: {arm = "fitted", ...} (the name labels the cell in summary.md and figures)
     [deploy.<name>]  "sensors.angle.noise" = 0.1, "latency.delay" = 0.04   # a deployment condition: ablate
                  also scores every run with these overrides (levels only; see app/config_deploy.py)
 
@@ -40,6 +41,7 @@ import copy
 import dataclasses
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ from typing import Any
 from ..core.randomization import Distribution
 from .config_deploy import check_deploy, parse_deploy
 from .config_values import (
+    ARM,
     AlgorithmConfig,
     Config,
     ConfigError,
@@ -255,6 +258,7 @@ def _sweep(raw: Any, seed: int) -> SweepConfig:
             )
         if len({repr(v) for v in values}) != len(values):
             raise config_error(f"sweep.grid.{key}", values, "has repeated values", "list each level once")
+    _arm_names(sweep.list)
     own_axes = {"critic.type": "sweep.critic", "algorithm.seed": "sweep.seeds"}
     for key in [*sweep.grid, *(k for cell in sweep.list if isinstance(cell, Mapping) for k in cell)]:
         if key in own_axes:  # every run takes these from the sweep's own axes: a level would change nothing
@@ -263,6 +267,24 @@ def _sweep(raw: Any, seed: int) -> SweepConfig:
                 where, key, "is set by the sweep itself for every run", f"use {own_axes[key]} = [...]"
             )
     return sweep
+
+
+def _arm_names(cells: list[Any]) -> None:
+    """``arm`` in an explicit cell names it (a cell of several overrides reads better as "fitted" than as
+    its values): a plain word, given for every cell or none, each name once."""
+    named = [c for c in cells if isinstance(c, Mapping) and ARM in c]
+    if not named:
+        return
+    if len(named) != len(cells):
+        raise config_error("sweep.list", cells, f"names some cells ({ARM} = ...) but not all",
+                           f'give every entry an {ARM}, e.g. {ARM} = "baseline"')  # fmt: skip
+    names = [c[ARM] for c in named]
+    for name in names:
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
+            raise config_error(f"sweep.list.{ARM}", name, "expected a plain word (letters, digits, _ and -)",
+                               f'write {ARM} = "fitted"')  # fmt: skip
+    if len(set(names)) != len(names):
+        raise config_error(f"sweep.list.{ARM}", names, "has repeated names", "name each cell once")
 
 
 def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:
@@ -323,9 +345,12 @@ def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:
 
 
 def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
-    """A new config with dotted-path overrides applied (``"sensors.angle.noise" = 0.1``)."""
+    """A new config with dotted-path overrides applied (``"sensors.angle.noise" = 0.1``); a sweep cell's
+    ``arm`` (its name) is not a setting and changes nothing."""
     raw = copy.deepcopy(cfg.raw)
     for path, value in overrides.items():
+        if path == ARM:  # a sweep cell's name, not a setting
+            continue
         parts = path.split(".")
         if not parts or parts[0] not in ("env", "sensors", "policy", "critic", "algorithm", "latency"):
             raise ConfigError(

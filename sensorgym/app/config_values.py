@@ -130,6 +130,10 @@ class AlgorithmConfig:
     kwargs: dict = field(default_factory=dict)
 
 
+#: the key of an explicit sweep cell that names it (``{arm = "fitted", ...}``): a label, not a setting
+ARM = "arm"
+
+
 @dataclass
 class SweepConfig:
     seeds: list[int] = field(default_factory=lambda: [0])

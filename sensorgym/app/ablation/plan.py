@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Config
+from ..config_values import ARM
 
 __all__ = ["RESULT_FIELDS", "Run", "available_cores", "default_threads", "plan_runs"]
 
@@ -75,6 +76,8 @@ def default_threads(workers: int, cores: int | None = None) -> int:
 
 
 def _label(cell: dict[str, Any]) -> str:
+    if ARM in cell:
+        return str(cell[ARM])
     return ", ".join(f"{k.split('.')[-2]}.{k.split('.')[-1]}={v}" for k, v in cell.items()) or "base"
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
+from ..config_values import ARM
 from .statistics import ci_half, detectable_difference, paired_difference
 
 __all__ = ["plot_results", "results_figure", "summary_markdown"]
@@ -64,6 +65,8 @@ def _episode_sd(level: _Level) -> tuple[float, int]:
 def _level_name(cell_keys: list[str], cell: tuple) -> str:
     if not cell_keys:
         return "the base setting"
+    if ARM in cell_keys:  # a named cell reads as its name; summary.md spells out its settings once
+        return str(cell[cell_keys.index(ARM)])
     return ", ".join(f"{_readable(k)} = {_value_text(v)}" for k, v in zip(cell_keys, cell, strict=True))
 
 
@@ -94,8 +97,29 @@ _LONG_LABEL = 28
 
 def _level_labels(levels: list[Any], cell_keys: list[str]) -> tuple[list[str], bool]:
     """Each level's values as text, and whether they are too long for the figure's ticks."""
+    if ARM in cell_keys:
+        return [_level_name(cell_keys, lv.cell) for lv in levels], False
     texts = [", ".join(_value_text(v) for v in lv.cell) if cell_keys else "base" for lv in levels]
     return texts, any(len(t) > _LONG_LABEL for t in texts)
+
+
+def arm_settings(levels_cells: list[tuple], cell_keys: list[str]) -> str:
+    """One line per named cell: its name and the settings it overrides (empty without named cells).
+
+    Example:
+        >>> keys = ["arm", "x.imu.noise", "x.imu.estimator"]
+        >>> print(arm_settings([("a", "0.0", ""), ("b", "", "mahony")], keys))
+        - *a*: imu noise = 0.0
+        - *b*: imu estimator = mahony
+    """
+    if ARM not in cell_keys:
+        return ""
+    out = []
+    for cell in levels_cells:
+        settings = [f"{_readable(k)} = {_value_text(v)}" for k, v in zip(cell_keys, cell, strict=True)
+                    if k != ARM and v not in ("", None)]  # fmt: skip
+        out.append(f"- *{cell[cell_keys.index(ARM)]}*: " + (", ".join(settings) or "the config as written"))
+    return "\n".join(out)
 
 
 def _readable(key: str) -> str:
@@ -240,7 +264,7 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
             lines.append(f"- {_verdict(_level_name(cell_keys, lv.cell), d, _episode_sd(lv)[0])}")
         lines.append("")
     head = [
-        ", ".join(_readable(k) for k in cell_keys) or "setting",
+        "arm" if ARM in cell_keys else ", ".join(_readable(k) for k in cell_keys) or "setting",
         *(f"{c}: mean ± sd (seeds)" for c in critics),
     ]
     if both:
@@ -265,10 +289,12 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
             cells.append(_fmt(detectable_difference(d["sd"], int(d["n"]))))
         cells.append(_fmt(_episode_sd(lv)[0]))
         lines.append("| " + " | ".join(cells) + " |")
+    named = arm_settings([lv.cell for lv in levels], cell_keys)
+    lines += ["", "The arms (named sweep cells) and what each sets:", "", named] if named else []
     lines += [
         "",
         "How to read it: "
-        + (", ".join(f"*{_readable(k)}* is `{k}`" for k in cell_keys) or "one setting")
+        + (", ".join(f"*{_readable(k)}* is `{k}`" for k in cell_keys if k != ARM) or "one setting")
         + "; *sd* is the sample standard deviation over seeds (ddof=1); the paired difference compares "
         "the two "
         "critics on the same seeds (same initial weights' seed, same training and evaluation envs), with a "
@@ -336,6 +362,8 @@ def results_figure(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Config
     xs = np.arange(len(levels), dtype=float)
     ticks, numbered = _level_labels(levels, cell_keys)
     xlabel = ", ".join(f"{_readable(k)} ({k})" for k in cell_keys) or "setting"
+    if ARM in cell_keys:
+        xlabel = "arm (summary.md lists each arm's settings)"
     if numbered:  # long settings (several keys, distributions): numbered, spelled out in summary.md
         ticks = [f"cell {n + 1}" for n in range(len(levels))]
         xlabel = "sweep cell (summary.md lists each cell's settings)"
