@@ -61,7 +61,8 @@ def bytes_written_per_step(mgr) -> int:
         icols = st.columns.stop - st.columns.start
         isize = st.group.dtype.itemsize
         total += 3 * b * icols * isize  # GT + measured timeline slot, working buffer
-        rsize = st.return_dtype.itemsize * b * st.return_cols
+        cache = st.measured.cache  # (B, return columns) of the class's return dtype
+        rsize = cache.element_size() * b * cache.shape[1]
         for ring in (st.gt.ring, st.measured.ring, st.measured.history):
             if ring is not None:
                 total += rsize

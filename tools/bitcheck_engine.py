@@ -146,7 +146,7 @@ def finish(rec: Any, mgr: sg.SensorManager) -> None:
         every = mgr.read_sensors(ground_truth=ground_truth)
         rec.out(f"end.read_sensors.{ground_truth}", {cls.__name__: v for cls, v in every.items()})
     rec.state("end.sd", mgr.state_dict())
-    rec.out("end.generator", mgr.generator.get_state())
+    rec.out("end.generator", mgr.random.generator.get_state())
 
 
 def _state_sensors(kw_a: dict, kw_b: dict) -> dict[str, sg.StateSensorOptions]:

@@ -111,8 +111,8 @@ class CapturedStep:
         for _ in range(self.period):
             graph = torch.cuda.CUDAGraph()
             register = getattr(graph, "register_generator_state", None)
-            if register is not None and mgr.generator.device.type == "cuda":
-                register(mgr.generator)
+            if register is not None and mgr.random.generator.device.type == "cuda":
+                register(mgr.random.generator)
             with torch.cuda.graph(graph, pool=pool):
                 mgr.step(self.static_state, reset_mask=self.static_mask)  # ticks the host clock
             pool = graph.pool()

@@ -102,7 +102,7 @@ def sampler_state(sensor: Sensor) -> dict[str, torch.Tensor] | None:
         "burst": rates.burst[:, j].clone(),
         "taken": sampler.take[:, j].clone(),
         "last_sample": samples.last_sample[:, j].clone(),
-        "episode_step": manager.episode_steps.clone(),
+        "episode_step": manager.episode.steps.clone(),
     }
 
 

@@ -107,6 +107,8 @@ class ErrorModel:
             fixed = [s.sample_interval for s in plan.sensors]
             interval = torch.tensor([fixed], dtype=torch.float64, device=like.device)
             self._fixed_interval = interval.expand(like.shape[0], -1)
+        #: the class's sampler (:meth:`attach_sampler`; None: every step is a sample): a term reads this
+        #: step's decision from it, ``sampler.take`` and ``sampler.due`` (``(B, n_sensors)`` bool)
         self.sampler: Sampler | None = None
         self.follows_due = False
         #: per term, the fields its derivation reads (a reset that redraws one recomputes its tables)
@@ -175,17 +177,6 @@ class ErrorModel:
             cols_of = [j for j, w in enumerate(self._widths) for _ in range(w)]
             self._col_to_sensor = torch.tensor(cols_of, dtype=torch.long, device=self.scratch.device)
         return self._col_to_sensor
-
-    @property
-    def sampler_take(self) -> torch.Tensor | None:
-        """``(B, n_sensors)`` bool: the envs and sensors that take a sample this step (due and not lost),
-        decided before the hook; None without a sampler (every step is a sample)."""
-        return None if self.sampler is None else self.sampler.take
-
-    @property
-    def sampler_due(self) -> torch.Tensor:
-        """``(B, n_sensors)`` bool: this step's due samples (the filter advances on them)."""
-        return self.sampler.due
 
     # -- presence, draws and the plan ----------------------------------------------------------------------
     def _present(self, term: Term) -> bool:

@@ -115,6 +115,8 @@ class SensorManager(ManagerPersistence):
         self.executor_used: str | None = None
         self._views = Binding("numpy")  # numpy views of the manager's buffers (see numpy_view)
         self._step_threads = 0  # decided at build from the work size: 0 = leave torch's setting alone
+        #: the random source of every draw; ``random.generator`` is its torch generator (with
+        #: ``per_env_rng``: env 0's)
         self.random: RandomSource = (
             PerEnvRandom(self.num_envs, self.device, seed) if per_env_rng else BatchRandom(self.device, seed)
         )
@@ -126,23 +128,14 @@ class SensorManager(ManagerPersistence):
         self._stores: dict[type, ClassStorage] = {}
         self._all_rows = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         self.rollback = Rollback()
-        #: steps since each env's last reset (advanced on the device: CUDA graphs replay it)
+        #: ``episode.steps``: ``(B,)`` steps since each env's last reset (advanced on the device: CUDA
+        #: graphs replay it)
         self.episode = EpisodeSteps(self.num_envs, self.device)
-
-    @property
-    def generator(self) -> torch.Generator:
-        """The torch generator behind every draw (with ``per_env_rng``: env 0's)."""
-        return self.random.generator
-
-    @property
-    def episode_steps(self) -> torch.Tensor:
-        """``(B,)`` steps since each env's last reset."""
-        return self.episode.steps
 
     @property
     def episode_start(self) -> torch.Tensor:
         """``(B,)`` the clock value at each env's last reset (a new tensor)."""
-        return self.clock.t - self.episode_steps
+        return self.clock.t - self.episode.steps
 
     # -- configuration ---------------------------------------------------------------------------------
     def seed(self, seed: int | Sequence[int] | None, envs_idx: Any = None) -> None:
@@ -264,7 +257,7 @@ class SensorManager(ManagerPersistence):
                 storage = ClassStorage(
                     cls, by_class[cls], group, slice(start, start + width), return_dtype, return_cols,
                     dt=self.dt, random=self.random, clock=self.clock, compiled=self.compile,
-                    episode_steps=self.episode_steps, executor=self.executor_used,
+                    episode_steps=self.episode.steps, executor=self.executor_used,
                 )  # fmt: skip
                 cls._init_metadata(storage.md)
                 for s in by_class[cls]:
@@ -360,7 +353,7 @@ class SensorManager(ManagerPersistence):
         mask, advancing = ctx.reset_mask, ctx.advancing
         keep = None
         if not advancing or self.rollback.every_step:
-            keep = [self.episode_steps]
+            keep = [self.episode.steps]
             # the numpy executor saves and restores through numpy views (None: some buffer has none)
             arrays = None if self.episode.arrays is None else [self.episode.arrays[0]]
             for storage in self._stores.values():
@@ -459,7 +452,7 @@ class SensorManager(ManagerPersistence):
         with ``t`` the steps since the env's reset and ``s`` the episode step of that sample."""
         self._require_built("read_age()")
         storage: ClassStorage = sensor._storage
-        steps = self.episode_steps
+        steps = self.episode.steps
         shift = storage.current_shift(sensor.index)
         if storage.sampler is not None:
             taken = storage.sampler.sample_step(sensor.index, shift, self.clock.t)

@@ -5,7 +5,7 @@ lives with the delay line, :mod:`sensorgym.core.delay_line`; it is re-exported h
 Every buffer the manager owns is counted once (views share their storage): intermediate buffers, timeline
 rings, caches, return-space and history rings, delay tables, randomized parameters, scratch space and
 the random generator state. It reads the manager through public methods only (``storage(cls)``,
-``random``, ``episode_steps``, ``rollback``). Python objects (options, metadata) are not counted: they
+``random``, ``episode.steps``, ``rollback``). Python objects (options, metadata) are not counted: they
 do not grow with the number of envs.
 
 Example:
@@ -106,7 +106,7 @@ def memory_report(manager: SensorManager) -> MemoryReport:
     storages = [manager.storage(cls) for cls in dict.fromkeys(type(s) for s in manager.sensors)]
     shared = sum(c.count(g) for g in dict.fromkeys(storage.group for storage in storages))
     shared += c.count(manager.random.get_state())
-    shared += c.count(manager.episode_steps)
+    shared += c.count(manager.episode.steps)
     per_class = {storage.cls.__name__: c.count(vars(storage)) for storage in storages}
     shared += c.count(manager.rollback.saved)
     return MemoryReport(sum(per_class.values()) + shared, shared, per_class, manager.num_envs)

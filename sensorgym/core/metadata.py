@@ -100,8 +100,7 @@ class SensorMetadata:
         self.num_envs = num_envs
         self.dt = dt
         self.device = device
-        self.random = random
-        self.generator = random.generator  # for custom hooks that draw their own numbers
+        self.random = random  # a custom hook that draws its own numbers uses ``random.generator``
         self.params = params
         self.imperfections = imperfections
         self.extra: dict[str, torch.Tensor] = {}  # sensor-owned per-env state (B, ...), saved
@@ -114,7 +113,7 @@ class SensorMetadata:
         self.finishes_raw = bool(raw_step_stages)
         #: the class's executor, bound to its buffers (:class:`~sensorgym.core.xp.Binding`)
         self.binding = binding if binding is not None else imperfections.binding
-        #: ``array(t)``: ``t`` as an array of :attr:`xp`, the tensor itself (torch executor) or a numpy view
+        #: ``array(t)``: ``t`` as an array of ``xp``, the tensor itself (torch executor) or a numpy view
         #: of its memory (numpy executor), made once per tensor (:meth:`Binding.array
         #: <sensorgym.core.xp.Binding.array>`)
         self.array = self.binding.array
@@ -123,19 +122,6 @@ class SensorMetadata:
         #: hooks receive the same few ring slots every step, and ``Tensor.numpy()`` with its checks costs
         #: more than the numpy op it enables (:meth:`Binding.numpy <sensorgym.core.xp.Binding.numpy>`)
         self.numpy_view = self.binding.numpy
-
-    @property
-    def executor(self) -> str:
-        """``"torch"`` or ``"numpy"``: how the class's planned arithmetic runs (see
-        :mod:`sensorgym.core.xp`)."""
-        return self.binding.name
-
-    @property
-    def xp(self) -> Any:
-        """The array namespace of :attr:`executor` (:data:`~sensorgym.core.xp.TORCH` or
-        :data:`~sensorgym.core.xp.NUMPY`): a hook written against it, on arrays from :meth:`array`, runs
-        on either executor with the same bits."""
-        return self.binding.xp
 
     def finish_raw_capture(self, gt_timeline: Ring, measured_timeline: Ring) -> None:
         """Apply the non-finite policy and, for envs being reset, fill the older timeline slots with the
@@ -151,13 +137,18 @@ class SensorMetadata:
 
 #: The custom-sensor surface of ``md`` (docs/custom_sensors.md): every name ``md`` forwards to the component
 #: that owns the value, declared here and only here: ``name -> (getter, doc)``. Everything else a hook
-#: reads is ``md``'s own (``sensors``, ``extra``, ``constants``, ``array``, ``xp``, ...) or its owner's
-#: (``md.params.times.delay_seconds``, ``md.imperfections.table("sigma")``).
+#: reads is ``md``'s own (``sensors``, ``extra``, ``constants``, ``array``, ...) or its owner's (the
+#: executor ``md.binding.name``, ``md.params.times.delay_seconds``, ``md.imperfections.table("sigma")``).
 def _value(field: str) -> Callable[[SensorMetadata], Any]:
     return lambda md: md.params.components.values[field]
 
 
 SURFACE: dict[str, tuple[Callable[[SensorMetadata], Any], str]] = {
+    "xp": (
+        lambda md: md.binding.xp,
+        "The array namespace of the class's executor (``sensorgym.core.xp.TORCH`` or ``NUMPY``): a hook "
+        "written against it, on arrays from ``md.array``, runs on either executor with the same bits.",
+    ),
     "reset_mask": (
         lambda md: md.context.reset_mask,
         "``(B,)`` bool: envs whose episode starts now, or None.",

@@ -103,7 +103,7 @@ class ManagerPersistence:
                 cls.__qualname__,
                 [s.name for s in storage.sensors],
                 storage.columns.stop - storage.columns.start,
-                storage.return_cols,
+                storage.measured.cache.shape[1],  # the class's return columns
             )
             for cls, storage in self._stores.items()
         ]
@@ -211,6 +211,6 @@ class ManagerPersistence:
                 v.copy_(saved["tensors"][k])
             storage.refresh_derived()
         self.clock.t = int(state_dict["t"])
-        self.episode_steps.copy_(self.clock.t - state_dict["episode_start"].to(self.device))
+        self.episode.steps.copy_(self.clock.t - state_dict["episode_start"].to(self.device))
         self.random.set_state(state_dict["generator"])
         self._plan_draws()

@@ -385,7 +385,7 @@ def bind(m: Any) -> tuple:
     (with a sampler), the wrap tables, the flat positions and the recordings, and the value's buffer."""
     due = None
     if m.sampler is not None:  # a due sample advances (lost ones too); a reset's is always due
-        due = (m.sampler_due, m.column_sensor(), m.table("replay_due"))
+        due = (m.sampler.due, m.column_sensor(), m.table("replay_due"))
     flat, value = m.table("replay_flat"), m.scratch
     return (
         m.state("replay_index"), m.buffer("replay_advance"), m.table("replay_step"), due,

@@ -35,7 +35,7 @@ class RandomSource:
     """Interface: fill ``out`` in place; ``rows`` (a (B,) bool mask or None for all) says which envs the
     call is for and ``row_dim`` which axis of ``out`` indexes envs."""
 
-    generator: torch.Generator  # for custom hooks (``md.generator``)
+    generator: torch.Generator  # for custom hooks (``md.random.generator``)
     #: ``fill_normal(out)``: standard normals into every row of ``out`` as one C call, where the source
     #: draws every row alike (one generator); None: call :meth:`normal_` with the rows
     fill_normal: Any = None

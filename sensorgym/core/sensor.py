@@ -306,10 +306,6 @@ class Sensor(ABC):
     def fields(self) -> tuple[Shape, ...]:
         return normalize_format(self._get_return_format(), f"{type(self).__name__}._get_return_format")
 
-    @property
-    def history_length(self) -> int:
-        return self.options.history_length
-
     def read(self, history_length: int | None = None) -> Any:
         """Measured reading: ``(B, *shape)`` view of the return cache, or ``(B, n, *shape)`` history
         (a new tensor, newest first) when ``history_length`` (default: the option) is > 0.

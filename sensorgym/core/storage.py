@@ -192,10 +192,12 @@ class ClassStorage:
     ) -> None:
         post_processed = _overrides(sensor_cls, "_post_process")
         same_space = return_dtype == group.dtype and return_cols == _cols(columns)
-        # the executor (see the property): torch where numpy cannot view the buffers (bfloat16), promotes
-        # differently (float16), or where an identity projection would cast between spaces
+        # the executor: torch where numpy cannot view the buffers (bfloat16), promotes differently
+        # (float16), or where an identity projection would cast between spaces (torch's cast is the
+        # contract's)
         numpy_ok = numpy_executes(group.dtype, return_dtype) and (post_processed or same_space)
-        #: the class's executor bound to its buffers: every stage and component takes its arrays from it
+        #: the class's executor bound to its buffers: every stage and component takes its arrays from it;
+        #: ``binding.name`` (``"torch"`` or ``"numpy"``) says how the planned stages and the kernel run
         self.binding = Binding(executor if numpy_ok else "torch")
         b, device = group.inter.shape[0], group.inter.device
         self.cls, self.sensors, self.group, self.columns = sensor_cls, sensors, group, columns
@@ -384,24 +386,6 @@ class ClassStorage:
         return [route for _, route in self._stage_names[reset]]
 
     # -- reads -------------------------------------------------------------------------------------------
-    @property
-    def return_dtype(self) -> torch.dtype:
-        """The dtype of the class's return space (its return caches and rings)."""
-        return self.measured.cache.dtype
-
-    @property
-    def return_cols(self) -> int:
-        """Return columns of the class (all its sensors)."""
-        return self.measured.cache.shape[1]
-
-    @property
-    def executor(self) -> str:
-        """``"torch"`` or ``"numpy"``: how the planned stages and the imperfection kernel run (the
-        manager's choice at build; numpy views of the same buffers, see :mod:`sensorgym.core.xp`). A class
-        keeps torch where numpy cannot view its buffers (bfloat16), promotes differently (float16), or
-        where an identity projection would cast between spaces (torch's cast is the contract's)."""
-        return self.binding.name
-
     def current_shift(self, j: int) -> torch.Tensor | int:
         """The delay shift (steps) behind sensor ``j``'s current read: ``(B,)`` or one int for all."""
         line = self.measured.delay_line

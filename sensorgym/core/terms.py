@@ -107,9 +107,10 @@ class Term:
             option can take for that component), and the size it adds (0 for a multiplicative or range-
             keeping term), which sizes the float32 rounding slack; None where the term changes nothing.
             Unset: the term makes a component unbounded wherever one of its options can be non-zero.
-        samples: whether it reads the sampler's decision of the step (``model.sampler_take``: which envs and
-            sensors take a sample; ``model.sampler_due``: which were due, lost ones too; a stage that
-            consumes samples holds its state where none is taken).
+        samples: whether it reads the sampler's decision of the step, on ``model.sampler`` (None: every
+            step is a sample): ``take``, which envs and sensors take a sample; ``due``, which were due, lost
+            ones too (``(B, n_sensors)`` bool each). A stage that consumes samples holds its state where
+            none is taken.
         inputs: state entries it reads every step (``(B,)``, ``(B, 1)`` or ``(B, cols)``), copied by the
             class's storage into ``model.input(key)`` (``(B, cols)``) before the class's hook.
         table_dtypes: ``((table, dtype), ...)`` for tables that are not of the class's dtype (masks).
@@ -335,7 +336,7 @@ def _lowpass_args(m: ErrorModel) -> tuple:
     active = m.table("lowpass_active")
     update, due = active, None
     if m.follows_due:
-        update, due = m.table("lowpass_update"), (m.sampler_due, m.column_sensor(), active)
+        update, due = m.table("lowpass_update"), (m.sampler.due, m.column_sensor(), active)
     tables = (m.table("lowpass_gain"), m.table("lowpass_step_std"), m.table("lowpass_start_std"))
     return (m.scratch, m.draws(0), m.state("lowpass_state"), *tables, update, m.table("lowpass_spare"), due)
 

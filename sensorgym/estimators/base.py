@@ -155,27 +155,28 @@ class AttitudeEstimator:
         or, without it, from one accelerometer (and magnetometer) sample ``(B, 3)`` (see
         :func:`~sensorgym.estimators.quaternion.quat_from_acc_mag`); the estimator's own state rows start
         at zero. Numpy or torch inputs; this allocates (it runs at a reset, not every step)."""
-        on_cpu = state.device.type == "cpu"  # numpy's correctly rounded sqrt there (see _ops)
+        device = state.storage.device
+        on_cpu = device.type == "cpu"  # numpy's correctly rounded sqrt there (see _ops)
         if q0 is not None:
-            q, _ = quat._normalized(_as_float64(q0, on_cpu, state.device).reshape(-1, 4))
+            q, _ = quat._normalized(_as_float64(q0, on_cpu, device).reshape(-1, 4))
         elif acc is not None:
-            a = _as_float64(acc, on_cpu, state.device).reshape(-1, 3)
+            a = _as_float64(acc, on_cpu, device).reshape(-1, 3)
             q = (
                 quat.quat_from_acc(a)
                 if mag is None
-                else quat.quat_from_acc_mag(a, _as_float64(mag, on_cpu, state.device).reshape(-1, 3))
+                else quat.quat_from_acc_mag(a, _as_float64(mag, on_cpu, device).reshape(-1, 3))
             )
         else:
             raise ValueError(f"{type(self).__name__}.initialize: give q0 or a first accelerometer sample")
         q = torch.from_numpy(np.ascontiguousarray(q)) if on_cpu else q
-        q = q.to(device=state.device, dtype=state.dtype).expand(state.batch, 4)
+        q = q.to(device=device, dtype=state.storage.dtype).expand(state.batch, 4)
         rows = [state.tensors["q"], *(state.tensors[k] for k in self.state_rows)]
         values = [q.T, *(torch.zeros_like(t) for t in rows[1:])]
         for t, v in zip(rows, values, strict=True):
             if mask is None:
                 t.copy_(v)
             else:
-                t.copy_(torch.where(torch.as_tensor(mask, device=state.device), v, t))
+                t.copy_(torch.where(torch.as_tensor(mask, device=device), v, t))
 
     # ---- the step ----------------------------------------------------------------------------------
 
@@ -450,8 +451,8 @@ def _as_float64(x: Any, numpy: bool, device: torch.device) -> Any:
 def _to_rows(x: Any, state: EstimatorState, lib: Any) -> Any:
     """A ``(B, N, 3)`` log as ``(N, 3, B)`` contiguous rows of the state's executor and dtype."""
     if lib is torch:
-        return x.detach().to(state.dtype).permute(1, 2, 0).contiguous()
-    return np.ascontiguousarray(x.transpose(1, 2, 0), dtype=state.dtype.__repr__().split(".")[-1])
+        return x.detach().to(state.storage.dtype).permute(1, 2, 0).contiguous()
+    return np.ascontiguousarray(x.transpose(1, 2, 0), dtype=state.storage.dtype.__repr__().split(".")[-1])
 
 
 def _repeat(x: Any, batch: int) -> Any:

@@ -116,7 +116,7 @@ class EstimatorState:
         #: compiled kernels run on, and what a CPU state's samples are copied into (numpy's transposed
         #: copy is about 5x faster than torch's at B = 4096)
         self.host: SimpleNamespace | None = None
-        if self.device.type == "cpu":
+        if self.storage.device.type == "cpu":
             flat = self.storage.numpy().reshape(-1)
             rows = self.storage.numpy()
             views = {k: rows[self.rows[k] : self.rows[k] + 3] for k in ("g", "a", "m") if k in self.rows}
@@ -127,14 +127,6 @@ class EstimatorState:
         steps and bound kernels are made from its own storage (copied as they are, they would still
         point into the original's)."""
         return _rebuild, (self._spec, self.storage, self._mask)
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.storage.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.storage.device
 
     def array(self, name: str) -> Any:
         """The executor array of a persistent row block (``"q"`` ``(4, B)``, a gain, ``"dt"``, ...)."""

@@ -189,7 +189,7 @@ def infer_dt(env: Any, dt: float | None) -> float:
 def env_control_step(env: Any) -> float | None:
     """The control step (s) ``env`` gives itself: ``dt`` of the env or its sub-envs (all equal), else
     ``metadata["dt"]``; None when it gives none (e.g. CartPole)."""
-    candidates = []
+    candidates = [step for layer in _layers(env) if (step := _own_dt(layer)) is not None]
     base = getattr(env, "unwrapped", env)
     probes = [lambda: base.dt]
     probes.append(lambda: _all_equal(sub_env_attr(base, "dt")))  # Sync/Async: ask the sub-envs
@@ -204,6 +204,24 @@ def env_control_step(env: Any) -> float | None:
     for c in candidates:
         if (step := as_real(c)) is not None and math.isfinite(step) and step > 0:
             return step
+    return None
+
+
+def _layers(env: Any) -> list[Any]:
+    """``env`` and every wrapper below it (``.env``), outermost first."""
+    layers = [env]
+    while (inner := getattr(layers[-1], "env", None)) is not None and len(layers) < 256:
+        layers.append(inner)
+    return layers
+
+
+def _own_dt(layer: Any) -> Any:
+    """The ``dt`` a wrapper layer itself holds (an instance attribute or a property of its class, as every
+    sensorgym wrapper has once built), not one reached through attribute forwarding: a Gymnasium
+    ``VectorWrapper`` forwards nothing, so a CartPole in ``ActionLatency(dt=0.02)`` is found here."""
+    if "dt" in getattr(layer, "__dict__", {}) or isinstance(getattr(type(layer), "dt", None), property):
+        with contextlib.suppress(Exception):
+            return layer.dt
     return None
 
 

@@ -449,7 +449,7 @@ def test_explicit_defaults_change_nothing_random_stream_included(executor):
         for t in range(20):
             mgr.step({"x": torch.full((3, 2), float(t))}, reset_mask=torch.tensor([t == 7, False, False]))
             reads.append(s.read().clone())
-        out.append((torch.stack(reads), mgr.generator.get_state(), mgr.state_dict()["classes"]))
+        out.append((torch.stack(reads), mgr.random.generator.get_state(), mgr.state_dict()["classes"]))
         # the defaults run the per-step terms only (no table of the error-model options is made)
         model = mgr.metadata(sg.StateSensor).imperfections
         assert [t.name for t in model.terms] == ["random_walk", "white_noise", "bias", "resolution"]

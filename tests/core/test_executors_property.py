@@ -233,8 +233,8 @@ def test_a_class_numpy_cannot_view_keeps_the_torch_executor():
         mgr.reset({"x": torch.zeros(2, 3)})
         for t in range(6):
             mgr.step({"x": torch.full((2, 3), float(t))})
-        assert mgr.storage(BFloat16Sensor).executor == "torch"
-        assert mgr.storage(sg.StateSensor).executor == executor
+        assert mgr.storage(BFloat16Sensor).binding.name == "torch"
+        assert mgr.storage(sg.StateSensor).binding.name == executor
         reads.append((s.read(), f.read()))
     for a, b in zip(*reads, strict=True):
         assert torch.equal(a, b)

@@ -63,7 +63,8 @@ def _ema(xp, x, data, rows, scratch, alpha, state, take, col_to_sensor, update):
 
 
 def _ema_args(model):
-    return (model.scratch, model.value("ema_alpha"), model.state("ema_state"), model.sampler_take,
+    take = None if model.sampler is None else model.sampler.take  # None: every step is a sample
+    return (model.scratch, model.value("ema_alpha"), model.state("ema_state"), take,
             model.column_sensor(), model.table("ema_update"))  # fmt: skip
 
 

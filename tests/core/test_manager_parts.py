@@ -59,7 +59,7 @@ def test_episode_steps_count_from_each_envs_reset_and_drive_read_age():
         mgr.step(state)
     mgr.reset(state, envs_idx=[1])  # a reset capture does not advance the others
     mgr.step(state, reset_mask=[False, False, True])  # an autoreset with the step
-    assert mgr.episode_steps.tolist() == [5, 1, 0]
+    assert mgr.episode.steps.tolist() == [5, 1, 0]
     assert mgr.episode_start.tolist() == [0, 4, 5]
     # delay 2 steps: age 0.2 s once filled; while padding shows the reset snapshot, the steps since it
     assert s.read_age().tolist() == pytest.approx([0.2, 0.1, 0.0])
@@ -67,4 +67,4 @@ def test_episode_steps_count_from_each_envs_reset_and_drive_read_age():
     assert saved["episode_start"].tolist() == [0, 4, 5]
     mgr.step(state)
     mgr.load_state_dict(saved)
-    assert mgr.episode_steps.tolist() == [5, 1, 0]
+    assert mgr.episode.steps.tolist() == [5, 1, 0]

@@ -251,7 +251,7 @@ def test_the_defaults_change_nothing_the_random_stream_included():
         s = mgr.add_sensor(o)
         mgr.reset({"w": torch.zeros(2, 2)})
         mgr.step({"w": torch.zeros(2, 2)})
-        outs.append((s.read().clone(), mgr.generator.get_state()))
+        outs.append((s.read().clone(), mgr.random.generator.get_state()))
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 

@@ -48,7 +48,7 @@ def test_an_integer_done_vector_resets_the_done_envs_only(dones):
     mgr.step(_ramp(4), reset_mask=dones)
     # env 2 starts an episode at 4 (its delayed read is the reset snapshot); the others read 4 - 2
     assert sensor.read()[:, 0].tolist() == [2.0, 2.0, 4.0, 2.0]
-    assert mgr.episode_steps.tolist() == [4, 4, 0, 4]
+    assert mgr.episode.steps.tolist() == [4, 4, 0, 4]
 
 
 def test_integer_envs_idx_are_indices_and_a_done_vector_there_is_refused_with_the_fix():
@@ -73,7 +73,7 @@ def test_a_done_vector_of_zeros_is_a_plain_step_with_the_same_random_numbers():
         a.step(_ramp(t), reset_mask=torch.zeros(B, dtype=torch.long))
         b.step(_ramp(t), reset_mask=np.zeros(B, bool))
         assert torch.equal(sa.read(), sb.read())
-    assert a.episode_steps.tolist() == [8] * B
+    assert a.episode.steps.tolist() == [8] * B
 
 
 def test_indices_still_select_envs():
@@ -96,7 +96,7 @@ def test_repeated_indices_are_refused_naming_the_option_the_value_and_the_fix(ca
         else:
             mgr.reset(_ramp(4), envs_idx=indices)
     assert torch.equal(sensor.read(), before)
-    assert mgr.episode_steps.tolist() == [3] * B  # nothing moved
+    assert mgr.episode.steps.tolist() == [3] * B  # nothing moved
 
 
 @pytest.mark.parametrize("b, value", [(1, [0]), (1, torch.tensor([0])), (2, [0, 1]), (2, np.array([1, 0]))])

@@ -309,7 +309,7 @@ def test_defaults_passed_explicitly_change_nothing_random_stream_included(extra)
         mgr.reset(ramp(0, 3, 2))
         for t in range(1, 10):
             mgr.step(ramp(t, 3, 2), reset_mask=[t % 4 == 0, False, False])
-        out.append((s.read().clone(), mgr.generator.get_state(), mgr.storage(sg.StateSensor)))
+        out.append((s.read().clone(), mgr.random.generator.get_state(), mgr.storage(sg.StateSensor)))
     assert torch.equal(out[0][0], out[1][0])
     assert torch.equal(out[0][1], out[1][1])
     assert out[1][2].sampler is None  # nothing extra allocated or run

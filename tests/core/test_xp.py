@@ -167,7 +167,7 @@ def test_a_float16_hook_gives_the_same_bits_for_every_executor_choice():
         mgr.reset({"x": (torch.randn(2, 3, generator=g) * 100).half()})
         for _ in range(3):
             mgr.step({"x": (torch.randn(2, 3, generator=g) * 100).half()})
-        assert mgr.storage(_ScaledHalf).executor == "torch"
+        assert mgr.storage(_ScaledHalf).binding.name == "torch"
         reads[executor] = s.read().clone()
     assert torch.equal(reads["torch"], reads["numpy"]) and torch.equal(reads["torch"], reads["auto"])
 

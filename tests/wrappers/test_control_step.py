@@ -46,3 +46,20 @@ def test_a_dt_for_an_env_without_its_own_is_taken():
     wrapper.reset(seed=0)
     assert wrapper.dt == 0.02
     assert wrapper.manager.storage(sg.StateSensor).max_shift == 5  # 0.1 s / 0.02 s
+
+
+@pytest.mark.parametrize("order", ["latency inside", "sensors inside"])
+def test_a_wrapper_without_dt_takes_the_one_given_to_the_wrapper_it_wraps(order):
+    """CartPole has no control step of its own: the ``dt`` given to the inner sensorgym wrapper is the one
+    the outer wrapper infers (a Gymnasium ``VectorWrapper`` forwards no attribute: the inference walks the
+    ``.env`` chain for a layer's own ``dt``), in both orders. Failed before: "cannot infer the control
+    step" either way."""
+    if order == "latency inside":
+        outer = SensorObservation(ActionLatency(_vec("CartPole-v1"), delay=0.04, dt=0.02), SENSORS)
+        assert outer.manager.storage(sg.StateSensor).max_shift == 5  # 0.1 s / 0.02 s
+    else:
+        outer = ActionLatency(SensorObservation(_vec("CartPole-v1"), SENSORS, dt=0.02), delay=0.04)
+        assert outer.config.max_shift == 2  # 0.04 s / 0.02 s
+    assert outer.dt == 0.02
+    outer.reset(seed=0)
+    outer.step(outer.action_space.sample())

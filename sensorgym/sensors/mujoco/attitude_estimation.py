@@ -69,14 +69,15 @@ class Estimation:
         self.estimator: Any = None
         if kind == "none":  # the truth is the output: no state, nothing drawn
             self.state = None
-            self.outputs = Outputs(md, ops_for(md.executor, md.device))
+            self.outputs = Outputs(md, ops_for(md.binding.name, md.device))
             return
         rate = 1.0 / md.dt  # the rate only sets the default interval: each sensor's is written below
         if kind == "madgwick":
             self.estimator = Madgwick(beta=0.0, rate=rate, earth_field=earth)
         else:
             self.estimator = Mahony(kp=0.0, ki=0.0, rate=rate)
-        self.state = self.estimator.new_state(b * n, dtype=torch.float32, device=device, executor=md.executor)
+        executor = md.binding.name
+        self.state = self.estimator.new_state(b * n, dtype=torch.float32, device=device, executor=executor)
         tensors = self.state.tensors
         # the estimator's step is the sensor's own sample interval: T when it samples slower than dt
         interval = [_interval(o.update_period, md.dt) for o in opts]
@@ -162,7 +163,7 @@ class Outputs:
     def __init__(self, md: Any, ops: Any) -> None:
         b, n = md.num_envs, len(md.sensors)
         self.ops, self.array = ops, md.array
-        self.lib = np if md.executor == "numpy" else torch
+        self.lib = np if md.binding.name == "numpy" else torch
         wanted = {o for s in md.sensors for o in s.options.outputs}
         self.wanted = [name for name in _FULL if name in wanted]
         self.table = torch.zeros(_FULL_WIDTH, b * n, dtype=torch.float32, device=md.device)
