@@ -3,8 +3,9 @@
 
 **Compiled kernel** (``SensorManager(..., compile=True)``): the default hardware imperfections of a
 class (random walk, noise, bias, resolution: up to eight elementwise passes over ``(B, cols)``) become
-one fused kernel: :func:`sensorgym.core.imperfections.hardware_imperfections`, the one kernel the eager step
-runs too, wrapped by ``torch.compile`` at build. The numbers are the same as the eager step, bit for bit.
+one fused kernel: :func:`sensorgym.core.terms.run_plan` over the class's plan of terms, the function the
+eager step runs too, wrapped by ``torch.compile`` at build (:mod:`sensorgym.core.error_model`). The
+numbers are the same as the eager step, bit for bit.
 A class whose intermediate dtype is float16 or bfloat16 keeps the eager kernel: inductor computes those
 in float32 and rounds once, where the eager operations round after each step.
 

@@ -1,8 +1,9 @@
 """The small array namespace the per-step arithmetic is written against, and its two executors.
 
-The imperfection kernel (:func:`~sensorgym.core.imperfections.imperfection_kernel`) and the delay line's
-shift sampling (:func:`~sensorgym.core.delay_line.read_delayed`) are written once against an ``xp``
-argument: :data:`TORCH` runs them on torch tensors, :data:`NUMPY` on numpy views of the same CPU buffers
+The error terms' operations (each ``Term``'s ``apply`` in :mod:`sensorgym.core.terms`, run in order by
+:func:`~sensorgym.core.terms.run_plan`) and the delay line's shift sampling
+(:func:`~sensorgym.core.delay_line.read_delayed`) are written once against an ``xp`` argument:
+:data:`TORCH` runs them on torch tensors, :data:`NUMPY` on numpy views of the same CPU buffers
 (``tensor.numpy()`` shares memory, so rings, caches, ``state_dict`` and the Gymnasium layer see one
 storage). Every op writes into ``out`` (nothing is allocated per step) and is exactly rounded IEEE
 arithmetic in both (no fused multiply-add; ``round`` is half to even in both), so the two routes give the

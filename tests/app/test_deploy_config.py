@@ -320,3 +320,75 @@ def test_the_deploy_figure_has_a_panel_per_question(tmp_path):
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+# -- named sweep cells (arms) ------------------------------------------------------------------------------
+ARMS = [
+    {"arm": "clean", "sensors.angle.noise": 0.0},
+    {"arm": "noisy", "sensors.angle.noise": 0.2, "sensors.angle.delay": 0.05},
+]
+
+
+def _armed(cells: list) -> dict:
+    raw = copy.deepcopy(BASE)
+    raw["sweep"] = {"seeds": [0, 1, 2], "critic": ["asymmetric"], "list": copy.deepcopy(cells)}
+    return raw
+
+
+def test_a_named_cell_is_its_name_in_the_plan_and_changes_nothing_in_the_config():
+    from sensorgym.app.ablation.plan import _label, plan_runs
+    from sensorgym.app.config import apply_overrides
+
+    cfg = parse_config(_armed(ARMS))
+    runs = plan_runs(cfg)
+    assert [_label(r.cell) for r in runs[::3]] == ["clean", "noisy"]
+    noisy = apply_overrides(cfg, ARMS[1])
+    assert noisy.sensors["angle"].noise == 0.2 and noisy.sensors["angle"].delay == 0.05
+    assert (
+        noisy.raw["sensors"]
+        == apply_overrides(cfg, {k: v for k, v in ARMS[1].items() if k != "arm"}).raw["sensors"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        (
+            [ARMS[0], {"sensors.angle.noise": 0.2}],
+            "config sweep.list = .*names some cells \\(arm = ...\\) but not all",
+        ),
+        ([{**ARMS[0], "arm": "a b"}, ARMS[1]], "config sweep.list.arm = 'a b': expected a plain word"),
+        (
+            [ARMS[0], {**ARMS[1], "arm": "clean"}],
+            "config sweep.list.arm = \\['clean', 'clean'\\]: has repeated",
+        ),
+    ],
+    ids=["some named", "not a word", "repeated"],
+)
+def test_a_bad_arm_name_is_one_line_with_the_fix(cells, expected):
+    with pytest.raises(ConfigError, match=expected) as e:
+        parse_config(_armed(cells))
+    assert "Fix:" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_summaries_name_the_arms_and_say_once_what_each_sets():
+    from sensorgym.app.ablation import deploy_markdown, summary_markdown
+
+    raw = _armed(ARMS)
+    raw["deploy"] = {"real": {"sensors.angle.noise": 0.3}}
+    cfg = parse_config(raw)
+    keys = ["arm", "sensors.angle.delay", "sensors.angle.noise"]
+    rows = []
+    for n, cell in enumerate(ARMS):
+        for seed in range(3):
+            rows.append({"run_id": f"{n}{seed}", "critic": "asymmetric", "seed": str(seed),
+                         **{k: str(cell.get(k, "")) for k in keys},
+                         "eval_return_mean": str(-100.0 * (n + 1) - seed), "eval_return_std": "1.0",
+                         "eval_episodes": "4", "eval_returns": "", "timesteps": "128",
+                         deploy_column("real"): str(-300.0 + 50 * n - seed)})  # fmt: skip
+    summary = summary_markdown(rows, keys, cfg)
+    assert "- *clean*: angle noise = 0.0\n- *noisy*: angle delay = 0.05, angle noise = 0.2" in summary
+    assert re.search(r"^\| clean \| -101\.0 ± 1\.0 \(3\) \|", summary, flags=re.M), summary
+    assert "cell 1" not in summary
+    deployed = deploy_markdown(rows, keys, cfg)
+    assert "- Under real, asymmetric (noisy) transfers best (mean -251.0)" in deployed
