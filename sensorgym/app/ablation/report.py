@@ -236,6 +236,10 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
     critics = list(cfg.sweep.critic)
     both = "symmetric" in critics and "asymmetric" in critics
     varied = ", ".join(cell_keys) or "nothing (one setting)"
+    unit = "arm" if ARM in cell_keys else "level"
+    if ARM in cell_keys:
+        names = ", ".join(_level_name(cell_keys, lv.cell) for lv in levels)
+        varied = f"the arm ({names}; what each sets is listed below)"
     seeds = sorted({int(r["seed"]) for r in rows})
     episodes = sorted({int(float(r["eval_episodes"])) for r in rows if r.get("eval_episodes")})
     ep = f"{episodes[0]}" if len(episodes) == 1 else "/".join(map(str, episodes)) if episodes else "?"
@@ -247,7 +251,7 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
     lines = [
         title,
         "",
-        f"{len(levels)} level(s) x {len(critics)} critic type(s) x {len(seeds)} seed(s) ({seeds}) = "
+        f"{len(levels)} {unit}(s) x {len(critics)} critic type(s) x {len(seeds)} seed(s) ({seeds}) = "
         f"{len(rows)} "
         f"runs; {_steps_sentence(rows, cfg)}. A run's score is the mean return of its {ep} evaluation "
         "episodes (deterministic policy, evaluation envs seeded apart from training).",
@@ -270,7 +274,7 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
     if both:
         head += ["asymmetric - symmetric, paired [95% CI]", "p", "detectable (80% power)"]
     head += ["episode sd"]
-    lines += ["## Scores per level", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += [f"## Scores per {unit}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     texts, numbered = _level_labels(levels, cell_keys)
     for n, (lv, d) in enumerate(zip(levels, diffs, strict=True)):
         cells = [f"cell {n + 1}: {texts[n]}" if numbered else texts[n]]
