@@ -41,7 +41,6 @@ import copy
 import dataclasses
 import difflib
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,7 @@ from .config_values import (
     LatencyConfig,
     SweepConfig,
     UserError,
+    check_arm_names,
     clean_message,
     config_error,
     parse_sensor,
@@ -258,7 +258,7 @@ def _sweep(raw: Any, seed: int) -> SweepConfig:
             )
         if len({repr(v) for v in values}) != len(values):
             raise config_error(f"sweep.grid.{key}", values, "has repeated values", "list each level once")
-    _arm_names(sweep.list)
+    check_arm_names(sweep.list)
     own_axes = {"critic.type": "sweep.critic", "algorithm.seed": "sweep.seeds"}
     for key in [*sweep.grid, *(k for cell in sweep.list if isinstance(cell, Mapping) for k in cell)]:
         if key in own_axes:  # every run takes these from the sweep's own axes: a level would change nothing
@@ -267,24 +267,6 @@ def _sweep(raw: Any, seed: int) -> SweepConfig:
                 where, key, "is set by the sweep itself for every run", f"use {own_axes[key]} = [...]"
             )
     return sweep
-
-
-def _arm_names(cells: list[Any]) -> None:
-    """``arm`` in an explicit cell names it (a cell of several overrides reads better as "fitted" than as
-    its values): a plain word, given for every cell or none, each name once."""
-    named = [c for c in cells if isinstance(c, Mapping) and ARM in c]
-    if not named:
-        return
-    if len(named) != len(cells):
-        raise config_error("sweep.list", cells, f"names some cells ({ARM} = ...) but not all",
-                           f'give every entry an {ARM}, e.g. {ARM} = "baseline"')  # fmt: skip
-    names = [c[ARM] for c in named]
-    for name in names:
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
-            raise config_error(f"sweep.list.{ARM}", name, "expected a plain word (letters, digits, _ and -)",
-                               f'write {ARM} = "fitted"')  # fmt: skip
-    if len(set(names)) != len(names):
-        raise config_error(f"sweep.list.{ARM}", names, "has repeated names", "name each cell once")
 
 
 def _latency(raw: Any, sensors: Mapping) -> LatencyConfig | None:

@@ -26,6 +26,7 @@ from ..core.randomization import Choice, Distribution, LogUniform, Normal, Unifo
 from ..core.sensor import SENSOR_REGISTRY
 
 __all__ = [
+    "ARM",
     "DISTRIBUTIONS",
     "AlgorithmConfig",
     "Config",
@@ -35,6 +36,7 @@ __all__ = [
     "LatencyConfig",
     "SweepConfig",
     "UserError",
+    "check_arm_names",
     "clean_message",
     "config_error",
     "options_class",
@@ -149,6 +151,24 @@ class SweepConfig:
             return [{}]
         keys = list(self.grid)
         return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.grid.values())]
+
+
+def check_arm_names(cells: list[Any]) -> None:
+    """``arm`` in an explicit cell names it (a cell of several overrides reads better as "fitted" than as
+    its values): a plain word, given for every cell or none, each name once."""
+    named = [c for c in cells if isinstance(c, Mapping) and ARM in c]
+    if not named:
+        return
+    if len(named) != len(cells):
+        raise config_error("sweep.list", cells, f"names some cells ({ARM} = ...) but not all",
+                           f'give every entry an {ARM}, e.g. {ARM} = "baseline"')  # fmt: skip
+    names = [c[ARM] for c in named]
+    for name in names:
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
+            raise config_error(f"sweep.list.{ARM}", name, "expected a plain word (letters, digits, _ and -)",
+                               f'write {ARM} = "fitted"')  # fmt: skip
+    if len(set(names)) != len(names):
+        raise config_error(f"sweep.list.{ARM}", names, "has repeated names", "name each cell once")
 
 
 @dataclass

@@ -235,21 +235,12 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
     levels = _levels(rows, cell_keys)
     critics = list(cfg.sweep.critic)
     both = "symmetric" in critics and "asymmetric" in critics
-    varied = ", ".join(cell_keys) or "nothing (one setting)"
     unit = "arm" if ARM in cell_keys else "level"
-    if ARM in cell_keys:
-        names = ", ".join(_level_name(cell_keys, lv.cell) for lv in levels)
-        varied = f"the arm ({names}; what each sets is listed below)"
     seeds = sorted({int(r["seed"]) for r in rows})
     episodes = sorted({int(float(r["eval_episodes"])) for r in rows if r.get("eval_episodes")})
     ep = f"{episodes[0]}" if len(episodes) == 1 else "/".join(map(str, episodes)) if episodes else "?"
-    title = (
-        f"# Does an asymmetric critic help? {cfg.env.id}, varying {varied}"
-        if both
-        else f"# Ablation: {cfg.env.id}, varying {varied}"
-    )
     lines = [
-        title,
+        _title(levels, cell_keys, cfg, both),
         "",
         f"{len(levels)} {unit}(s) x {len(critics)} critic type(s) x {len(seeds)} seed(s) ({seeds}) = "
         f"{len(rows)} "
@@ -295,8 +286,22 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
         lines.append("| " + " | ".join(cells) + " |")
     named = arm_settings([lv.cell for lv in levels], cell_keys)
     lines += ["", "The arms (named sweep cells) and what each sets:", "", named] if named else []
-    lines += [
-        "",
+    lines += ["", _how_to_read(cell_keys)]
+    return "\n".join(lines) + "\n"
+
+
+def _title(levels: list[Any], cell_keys: list[str], cfg: Config, both: bool) -> str:
+    varied = ", ".join(cell_keys) or "nothing (one setting)"
+    if ARM in cell_keys:
+        names = ", ".join(_level_name(cell_keys, lv.cell) for lv in levels)
+        varied = f"the arm ({names}; what each sets is listed below)"
+    if both:
+        return f"# Does an asymmetric critic help? {cfg.env.id}, varying {varied}"
+    return f"# Ablation: {cfg.env.id}, varying {varied}"
+
+
+def _how_to_read(cell_keys: list[str]) -> str:
+    return (
         "How to read it: "
         + (", ".join(f"*{_readable(k)}* is `{k}`" for k in cell_keys if k != ARM) or "one setting")
         + "; *sd* is the sample standard deviation over seeds (ddof=1); the paired difference compares "
@@ -311,9 +316,8 @@ def summary_markdown(rows: list[dict[str, Any]], cell_keys: list[str], cfg: Conf
         "*episode sd* is "
         "the pooled standard deviation of single evaluation episodes within a run (how much one episode's "
         "return varies; a run's score averages its episodes). Few seeds give wide intervals: add seeds "
-        "(`--seeds 0 1 2 3 4 5`) to narrow them; finished runs are reused.",
-    ]
-    return "\n".join(lines) + "\n"
+        "(`--seeds 0 1 2 3 4 5`) to narrow them; finished runs are reused."
+    )
 
 
 def _as_number(value: Any) -> float | None:
