@@ -135,6 +135,18 @@ def running_in_group(pgid: int) -> list[int]:
     return found
 
 
+def sigint_default_in_child() -> None:
+    """A child's SIGINT as an interactive shell leaves it (the default: ``KeyboardInterrupt``), also when
+    the test suite itself runs as a background job of a script, whose children inherit SIGINT ignored
+    (the Ctrl-C tests then saw a command that never stopped)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def sigint_ignored_in_child() -> None:
+    """A child started as a shell script starts a background job (``cmd &``: SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Command:
     """``python -m sensorgym ...`` in its own process group, stdout/stderr in files (not a terminal)."""
 
@@ -151,7 +163,7 @@ class Command:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
-                preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
+                preexec_fn=sigint_ignored_in_child if sigint_ignored else sigint_default_in_child,
             )
 
     def wait_for(self, ready: Callable[[], bool], timeout: float = 300.0) -> None:

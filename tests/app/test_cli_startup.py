@@ -14,7 +14,7 @@ import pytest
 
 import sensorgym_cli
 
-from .common import command_env
+from .common import command_env, sigint_default_in_child
 
 
 def _command() -> list[str]:
@@ -35,6 +35,7 @@ def test_ctrl_c_while_starting_is_one_line_and_exit_130(tmp_path, delay):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default_in_child,  # a suite run as a background job passes SIGINT on ignored
     )
     time.sleep(delay)  # Python is up (its SIGINT handler installed) and importing the package
     proc.send_signal(signal.SIGINT)
