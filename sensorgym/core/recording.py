@@ -75,6 +75,11 @@ def _open(path: str, what: str) -> Any:
     try:
         archive = np.load(path, allow_pickle=False)
     except FileNotFoundError:
+        if not os.path.isabs(path):  # relative paths are read from the working directory, not the config's
+            raise ValueError(
+                f"{what}: no such file in the working directory {os.getcwd()} (a relative path is read from "
+                "there). Fix: run from the folder the path is relative to, or give an absolute path."
+            ) from None
         raise ValueError(f"{what}: no such file. Fix: {FIX_FILE}.") from None
     except (OSError, ValueError, zipfile.BadZipFile) as e:
         raise ValueError(f"{what}: not a recording NPZ ({e}). Fix: {FIX_FILE}.") from None

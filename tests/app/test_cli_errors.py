@@ -90,6 +90,22 @@ def test_config_mistakes_are_one_line_naming_file_key_value_and_fix(tmp_path, ca
     assert ".." not in line.replace("...", ""), line
 
 
+@pytest.mark.parametrize("command", ["train", "ablate", "inspect"])
+def test_a_model_file_the_env_cannot_find_is_one_line_naming_the_working_directory(tmp_path, capsys, command):
+    """A MuJoCo env's ``xml_file`` relative to another folder (the transfer study's, run from elsewhere) was
+    a traceback from Gymnasium's constructor ("OSError: File ... does not exist")."""
+    pytest.importorskip("mujoco")
+    cfg = tmp_path / "mine.toml"
+    cfg.write_text(
+        BASE.replace('id = "Pendulum-v1"', 'id = "InvertedPendulum-v5"')
+        .replace("n_envs = 2", 'n_envs = 2\nkwargs = { xml_file = "./models/pendulum.xml" }')
+        .replace('key = "obs"', 'key = "obs"\nshape = [4]')
+    )
+    line = _one_line_error(capsys, [command, "--config", str(cfg)])
+    assert "config env.kwargs = {'xml_file': './models/pendulum.xml'}" in line, line
+    assert f"working directory {tmp_path}" in line and "Fix: run from the folder" in line, line
+
+
 def test_a_one_step_rollout_is_refused_before_sb3_asserts(tmp_path, capsys):
     cfg = tmp_path / "mine.toml"
     cfg.write_text(BASE.replace("n_envs = 2", "n_envs = 1").replace("n_steps = 64", "n_steps = 1"))

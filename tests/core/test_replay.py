@@ -10,6 +10,7 @@ replays real ones made by ``sensorgym fit --residuals``."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -370,3 +371,20 @@ def test_a_copied_manager_replays_on_its_own_buffers_alike(recording, executor):
         assert torch.equal(s.read(), s2.read())
     state = twin.storage(sg.StateSensor).md.imperfections.state("replay_index")
     assert state.data_ptr() != mgr.storage(sg.StateSensor).md.imperfections.state("replay_index").data_ptr()
+
+
+def test_a_relative_path_that_is_not_there_names_the_working_directory(tmp_path, recording, monkeypatch):
+    """A relative recording path is read from the working directory: run from another folder, the refusal
+    says which directory it looked in and how to fix it (it said only 'no such file', with a fix about
+    writing the file, though the file was there, beside the config's folder)."""
+    path, _ = recording
+    monkeypatch.chdir(Path(path).parent)
+    sg.StateSensorOptions(key="w", shape=(3,), replay=Path(path).name)  # found from its own folder
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(ValueError) as info:
+        sg.StateSensorOptions(key="w", shape=(3,), replay=Path(path).name)
+    message = str(info.value)
+    assert f"no such file in the working directory {tmp_path / 'elsewhere'}" in message, message
+    assert "Fix: run from the folder the path is relative to, or give an absolute path." in message
+    assert "\n" not in message

@@ -153,6 +153,12 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
                 "use the keyword arguments of the env's constructor (or of gymnasium.make, e.g. "
                 "max_episode_steps)."
             ) from None
+        except FileNotFoundError as e:  # a file an env kwarg names (a MuJoCo model's xml_file)
+            raise ConfigError(_missing_env_file(where, c.env.kwargs, e)) from None
+        except OSError as e:
+            if "does not exist" not in str(e):  # Gymnasium's MujocoEnv says so for a missing xml_file
+                raise
+            raise ConfigError(_missing_env_file(where, c.env.kwargs, e)) from None
         except (ValueError, KeyError, IndexError) as e:
             text = one_line(e)
             if "cannot infer the control step" in text:  # the wrapper's fix names its Python keyword
@@ -166,6 +172,18 @@ def _preflight(cfg: Any, source: str, sweep: bool) -> None:
                 )
             )
             raise ConfigError(f"{where}{text.rstrip('.')}.{fix}") from None
+
+
+def _missing_env_file(where: str, kwargs: Any, e: OSError) -> str:
+    """One line for an env whose constructor found no file it was given (relative paths are the env's
+    business: Gymnasium's MuJoCo envs read a path starting with '.' or '/' from the working directory)."""
+    import os
+
+    return (
+        f"{where}config env.kwargs = {kwargs!r}: the env could not open a file it was given ({one_line(e)}; "
+        f"working directory {os.getcwd()}). Fix: run from the folder a relative path is relative to, or "
+        "give an absolute path."
+    )
 
 
 def _check_dt(cfg: Any, where: str) -> None:
