@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -147,6 +148,12 @@ def _user_message(e: Exception) -> str | None:
         return _dependency_message(one_line(e))
     if isinstance(e, (ValueError, TypeError, RuntimeError)) and "Fix:" in str(e):
         return one_line(e)
+    if isinstance(e, OSError) and e.errno is None and re.fullmatch(r"File .+ does not exist", str(e)):
+        # Gymnasium's MuJoCo envs on a model file (xml_file) that is not there: a path the user gave
+        return (
+            f"the env could not open a file it was given ({e}; working directory {os.getcwd()}). Fix: run "
+            "from the folder a relative path is relative to, or give an absolute path."
+        )
     if isinstance(e, OSError) and e.errno in _ENVIRONMENT_ERRNOS:
         # the machine, not the code: a full disk, a read-only or protected folder, a file in the way; each
         # with its own fix ("free space" had been the fix for a folder without write permission too)

@@ -106,6 +106,20 @@ def test_a_model_file_the_env_cannot_find_is_one_line_naming_the_working_directo
     assert f"working directory {tmp_path}" in line and "Fix: run from the folder" in line, line
 
 
+def test_a_missing_model_file_outside_the_preflight_is_one_line_too(tmp_path):
+    """``eval RUN`` builds the run's own env without a preflight: Gymnasium's OSError for a missing model
+    file is a user's path, answered in one line (the eval of a transfer-study run from another folder)."""
+    from sensorgym.app.cli import _user_message
+
+    message = _user_message(OSError("File ./examples/data/model.xml does not exist"))
+    assert message == (
+        "the env could not open a file it was given (File ./examples/data/model.xml does not exist; working "
+        f"directory {tmp_path}). Fix: run from the folder a relative path is relative to, or give an "
+        "absolute path."
+    )
+    assert _user_message(OSError("some other failure")) is None  # an internal failure keeps its traceback
+
+
 def test_a_one_step_rollout_is_refused_before_sb3_asserts(tmp_path, capsys):
     cfg = tmp_path / "mine.toml"
     cfg.write_text(BASE.replace("n_envs = 2", "n_envs = 1").replace("n_steps = 64", "n_steps = 1"))
