@@ -1,12 +1,13 @@
-"""Cut the rest phases of two BROAD trials into the small logs the transfer study fits and replays
+"""Cut the rest phases of three BROAD trials into the small logs the transfer study fits and replays
 (examples/configs/transfer.toml, docs/transfer_study.md).
 
-    python examples/data/make_broad_rest.py ../shared/data/broad   # broad_02_rest.npz, broad_07_rest.npz
+    python examples/data/make_broad_rest.py ../shared/data/broad   # broad_02/07/10_rest.npz
 
 Each log: ``t`` (s, from the trial's 285.714 Hz sampling rate, from 0), ``gyr_x``, ``gyr_y``, ``gyr_z``
 (rad/s) and ``acc_x``, ``acc_y``, ``acc_z`` (m/s^2), float64 as in the HDF5 file, of the trial's longest
 stretch with its ``movement`` flag false (trial 02: its first rest phase, samples 0-11448; trial 07: its
-last, samples 41190-52517). BROAD: D. Laidig, M. Caruso, A. Cereatti, T. Seel, Data 6(7), 2021, CC BY 4.0.
+last, samples 41190-52517; trial 10: its first, samples 0-10514). BROAD: D. Laidig, M. Caruso,
+A. Cereatti, T. Seel, Data 6(7), 2021, CC BY 4.0.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-TRIALS = {"02": "02_undisturbed_slow_rotation_B", "07": "07_undisturbed_fast_rotation_B"}
+TRIALS = {
+    "02": "02_undisturbed_slow_rotation_B",
+    "07": "07_undisturbed_fast_rotation_B",
+    "10": "10_undisturbed_slow_translation_A",
+}
 
 
 def longest_rest(movement: np.ndarray) -> tuple[int, int]:

@@ -77,7 +77,12 @@ def test_the_pre_registered_design_is_the_configs():
     assert "seeds = [0, 1, 2, 3, 4]" in config
     cfg = load_config(CONFIG)
     assert cfg.algorithm.eval_episodes == 10 and cfg.algorithm.timesteps == 150_000
-    assert list(cfg.deploy) == ["real"]
+    assert list(cfg.deploy) == ["real", "trial10"]  # trial10: exploratory, added after the final run
+    assert (
+        config.index("[deploy.real]")
+        < config.index("Exploratory, added after the final run")
+        < config.index("[deploy.trial10]")
+    )
 
 
 def test_the_readme_table_holds_the_stored_means():
