@@ -1,7 +1,8 @@
 """What an attitude estimator adds to the IMU sensor's step, in the pipeline: ``AttitudeSensor`` against the
-plain ``IMUSensor`` with the same options, the same state and manager settings (issue 35's budget: at most
-25% of the IMU's step at B = 1 and B = 4096; nothing when off, since an ``IMUSensor`` carries no
-estimator code at all).
+plain ``IMUSensor`` with the same options, the same state and manager settings, and against the same
+``AttitudeSensor`` with ``estimator="none"`` (its outputs from the truth: what the estimator itself adds)
+(issue 35's budget: at most 25% of the IMU's step at B = 1 and B = 4096; nothing when off, since an
+``IMUSensor`` carries no estimator code at all).
 
 For each batch size B and executor: ``SensorManager(num_envs=B, dt=0.02)`` with one ``IMUOptions(body=
 "torso", acc_noise=0.05, gyro_noise=0.01, mag_noise=0.1)``, and the same with ``AttitudeOptions`` (6-axis
@@ -72,12 +73,18 @@ def main() -> None:
     print(
         f"route: {route}; outputs {args.outputs}; best of {args.rounds} rounds, interleaved; 1 torch thread"
     )
-    print("| B | executor | IMU step (µs) | + Madgwick (µs) | added | + Mahony (µs) | added |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+    print(
+        "| B | executor | IMU step (µs) | attitude outputs, no estimator (µs) | added | + Madgwick (µs) "
+        "| added | + Mahony (µs) | added | the estimator alone: Madgwick, Mahony (% of the IMU step) |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for b in args.sizes:
         for executor in args.executors:
             arms = {
                 "imu": manager(b, executor, sg.IMUOptions(**IMU)),
+                "none": manager(
+                    b, executor, sg.AttitudeOptions(**IMU, estimator="none", outputs=tuple(args.outputs))
+                ),
                 "madgwick": manager(b, executor, sg.AttitudeOptions(**IMU, outputs=tuple(args.outputs))),
                 "mahony": manager(
                     b, executor, sg.AttitudeOptions(**IMU, estimator="mahony", outputs=tuple(args.outputs))
@@ -88,8 +95,12 @@ def main() -> None:
                 for name, (mgr, state) in arms.items():
                     best[name] = min(best[name], per_step(mgr, state, args.round_time))
             imu = best["imu"]
-            cells = [f"{best[k] * 1e6:.1f} | {best[k] / imu - 1:+.0%}" for k in ("madgwick", "mahony")]
-            print(f"| {b} | {executor} | {imu * 1e6:.1f} | " + " | ".join(cells) + " |", flush=True)
+            arms_on = ("none", "madgwick", "mahony")
+            cells = [f"{best[k] * 1e6:.1f} | {best[k] / imu - 1:+.0%}" for k in arms_on]
+            # what the estimator itself adds: the same sensor and outputs, estimator on against "none"
+            alone = ", ".join(f"{(best[k] - best['none']) / imu:+.0%}" for k in ("madgwick", "mahony"))
+            row = f"| {b} | {executor} | {imu * 1e6:.1f} | " + " | ".join(cells) + f" | {alone} |"
+            print(row, flush=True)
 
 
 if __name__ == "__main__":

@@ -236,7 +236,9 @@ class ProjectIntoRing:
         """The overridden ``_post_process``, its result into the ring's slot 0 unless written there."""
         slot = self.ring.at(0)
         out = self.post_process(self.md, self.source.at(0), self.ring, is_measured=self.is_measured)
-        if out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype:
+        if out is not slot and (
+            out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype
+        ):
             if out.shape != slot.shape:
                 raise ValueError(
                     f"{self.sensor_cls.__name__}._post_process returned shape {tuple(out.shape)}; the "

@@ -183,6 +183,7 @@ class Outputs:
         #: the compiled route (attitude_kernel) on CPU memory where numba is there; else the ops below
         self.compiled = CompiledFill(md, self.table) if _kernel(md.device) is not None else None
         self._views: dict[tuple, tuple] = {}
+        self._host: dict[tuple, tuple] = {}  # per (q, bias, gyr, out): their host arrays (see fill)
 
     def _view(self, t: torch.Tensor, host: bool) -> Any:
         """``t`` as a numpy array (``host``: for the kernel) or an array of the executor; made once per
@@ -200,8 +201,14 @@ class Outputs:
         view = self._view
         if self.compiled is not None:
             c = self.compiled
-            out_np = view(out, True)
-            c.fill(view(q, True), view(bias, True), view(gyr, True), c.plan, c.n, c.consts, out_np, c.ang)
+            # the four host arrays of this call's tensors, made once per combination (a branch's q, bias
+            # and rates are fixed; out is one of its ring's slots): one lookup instead of four per step
+            key = (id(q), id(bias), id(gyr), id(out))
+            host = self._host.get(key)
+            if host is None:
+                host = self._host[key] = (view(q, True), view(bias, True), view(gyr, True), view(out, True))
+            q_np, bias_np, gyr_np, out_np = host
+            c.fill(q_np, bias_np, gyr_np, c.plan, c.n, c.consts, out_np, c.ang)
             if "roll_pitch" in self.wanted:  # the executor's atan2 and asin on the arguments, then placed
                 a, angles = view(self.table, False), view(c.angles, False)
                 _atan2(self.lib, a[0], a[1], angles[0])
