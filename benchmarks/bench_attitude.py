@@ -14,11 +14,16 @@ extra); ``--no-kernels`` times the op-by-op route.
 Usage:
     python benchmarks/bench_attitude.py                    # B in {1, 64, 4096}, both executors
     python benchmarks/bench_attitude.py --sizes 1 4096 --rounds 9
+    python benchmarks/bench_attitude.py --sizes 1 4096 --processes 7 --rounds 9 --round-time 0.2
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -58,6 +63,48 @@ def per_step(mgr: sg.SensorManager, state: dict, seconds: float) -> float:
             return (time.perf_counter() - start) / n
 
 
+ARMS = ("imu", "none", "madgwick", "mahony")
+
+
+def measure(b: int, executor: str, args: argparse.Namespace) -> dict[str, float]:
+    """Seconds per step of each arm in this process, the best of ``args.rounds`` interleaved rounds."""
+    outputs = tuple(args.outputs)
+    arms = {
+        "imu": manager(b, executor, sg.IMUOptions(**IMU)),
+        "none": manager(b, executor, sg.AttitudeOptions(**IMU, estimator="none", outputs=outputs)),
+        "madgwick": manager(b, executor, sg.AttitudeOptions(**IMU, outputs=outputs)),
+        "mahony": manager(b, executor, sg.AttitudeOptions(**IMU, estimator="mahony", outputs=outputs)),
+    }
+    best = dict.fromkeys(arms, float("inf"))
+    for _ in range(args.rounds):
+        for name, (mgr, state) in arms.items():
+            best[name] = min(best[name], per_step(mgr, state, args.round_time))
+    return best
+
+
+def row(b: int, executor: str, best: dict[str, float]) -> str:
+    imu = best["imu"]
+    cells = [f"{best[k] * 1e6:.1f} | {best[k] / imu - 1:+.0%}" for k in ARMS[1:]]
+    # what the estimator itself adds: the same sensor and outputs, estimator on against "none"
+    alone = ", ".join(f"{(best[k] - best['none']) / imu:+.0%}" for k in ("madgwick", "mahony"))
+    return f"| {b} | {executor} | {imu * 1e6:.1f} | " + " | ".join(cells) + f" | {alone} |"
+
+
+def in_processes(args: argparse.Namespace) -> dict[tuple[int, str], dict[str, float]]:
+    """The median over ``args.processes`` fresh processes of each arm's time and of the shares: at B = 1
+    one process's managers keep their own speed (memory layout) for its whole life, so the best of rounds
+    in one process differs from the next process's by more than the estimator costs."""
+    runs = []
+    for _ in range(args.processes):
+        command = [sys.executable, __file__, "--json", "--processes", "1", "--rounds", str(args.rounds),
+                   "--round-time", str(args.round_time), "--sizes", *map(str, args.sizes),
+                   "--executors", *args.executors, "--outputs", *args.outputs,
+                   *(["--no-kernels"] if args.no_kernels else [])]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        runs.append({(b, e): best for b, e, best in json.loads(done.stdout)})
+    return {key: {arm: statistics.median(r[key][arm] for r in runs) for arm in ARMS} for key in runs[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 4096])
@@ -66,41 +113,29 @@ def main() -> None:
     parser.add_argument("--round-time", type=float, default=0.15)
     parser.add_argument("--outputs", nargs="+", default=["projected_gravity"])
     parser.add_argument("--no-kernels", action="store_true")
+    parser.add_argument("--processes", type=int, default=1, help="median over this many fresh processes")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one process's bests
     args = parser.parse_args()
     use_kernels(not args.no_kernels)
     torch.set_num_threads(1)
+    if args.json:
+        print(json.dumps([[b, e, measure(b, e, args)] for b in args.sizes for e in args.executors]))
+        return
     route = "op tape" if args.no_kernels or not kernels_available() else "compiled kernels"
-    print(
-        f"route: {route}; outputs {args.outputs}; best of {args.rounds} rounds, interleaved; 1 torch thread"
-    )
+    how = f"median over {args.processes} processes of the " if args.processes > 1 else ""
+    print(f"route: {route}; outputs {args.outputs}; {how}best of {args.rounds} rounds, interleaved; 1 thread")
     print(
         "| B | executor | IMU step (µs) | attitude outputs, no estimator (µs) | added | + Madgwick (µs) "
         "| added | + Mahony (µs) | added | the estimator alone: Madgwick, Mahony (% of the IMU step) |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    if args.processes > 1:
+        for (b, executor), best in in_processes(args).items():
+            print(row(b, executor, best), flush=True)
+        return
     for b in args.sizes:
         for executor in args.executors:
-            arms = {
-                "imu": manager(b, executor, sg.IMUOptions(**IMU)),
-                "none": manager(
-                    b, executor, sg.AttitudeOptions(**IMU, estimator="none", outputs=tuple(args.outputs))
-                ),
-                "madgwick": manager(b, executor, sg.AttitudeOptions(**IMU, outputs=tuple(args.outputs))),
-                "mahony": manager(
-                    b, executor, sg.AttitudeOptions(**IMU, estimator="mahony", outputs=tuple(args.outputs))
-                ),
-            }
-            best = dict.fromkeys(arms, float("inf"))
-            for _ in range(args.rounds):
-                for name, (mgr, state) in arms.items():
-                    best[name] = min(best[name], per_step(mgr, state, args.round_time))
-            imu = best["imu"]
-            arms_on = ("none", "madgwick", "mahony")
-            cells = [f"{best[k] * 1e6:.1f} | {best[k] / imu - 1:+.0%}" for k in arms_on]
-            # what the estimator itself adds: the same sensor and outputs, estimator on against "none"
-            alone = ", ".join(f"{(best[k] - best['none']) / imu:+.0%}" for k in ("madgwick", "mahony"))
-            row = f"| {b} | {executor} | {imu * 1e6:.1f} | " + " | ".join(cells) + f" | {alone} |"
-            print(row, flush=True)
+            print(row(b, executor, measure(b, executor, args)), flush=True)
 
 
 if __name__ == "__main__":

@@ -100,15 +100,20 @@ class Estimation:
 
     def bind(self, md: Any, data: torch.Tensor) -> tuple:
         """The samples of ``data`` ``(B, n * 9)`` (the measured or the true working buffer) as ``(B n, 3)``
-        arrays of the executor (accelerometer, gyroscope, magnetometer), the take mask's array and the
-        torch views; made once per buffer (each keeps its tensor, so its id is not reused)."""
+        arrays (accelerometer, gyroscope, magnetometer: numpy views where the state lives on the CPU, else
+        the executor's), the take mask's array and the torch views; made once per buffer (each keeps its
+        tensor, so its id is not reused)."""
         bound = self._bound.get(id(data))
         if bound is None:
             x = data.view(self.b, self.n, 9)
             parts = [x[..., k : k + 3].reshape(self.b * self.n, 3) for k in (0, 3, 6)]
             sampler = md.imperfections.sampler  # which envs took a sample this step (None: all, always)
             take = None if sampler is None else md.array(sampler.take.view(-1))
-            bound = self._bound[id(data)] = (*map(md.array, parts), take, parts, data)
+            # a CPU state's update copies the samples with numpy (EstimatorState.host): hand it numpy views
+            # made once here, not the executor's tensors it would view again every step
+            on_host = self.state is not None and self.state.host is not None
+            samples = [p.numpy() if on_host else md.array(p) for p in parts]
+            bound = self._bound[id(data)] = (*samples, take, parts, data)
         return bound[:5]
 
     def resample(self, md: Any, mask: torch.Tensor) -> None:
