@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .inspect_plot import figure_beside
+
 __all__ = ["attitude_path", "attitude_rows", "attitude_traces", "is_attitude", "plot_attitude"]
 
 _WIDTHS = {"projected_gravity": 3, "quaternion": 4, "roll_pitch": 2, "bias": 3, "ang_vel": 3}
@@ -128,8 +130,7 @@ def attitude_path(out: str | Path) -> Path:
         >>> attitude_path("sensorgym_outputs/inspect.png").as_posix()
         'sensorgym_outputs/inspect_attitude.png'
     """
-    out = Path(out)
-    return out.with_name(f"{out.stem}_attitude{out.suffix or '.png'}")
+    return figure_beside(out, "attitude")
 
 
 def plot_attitude(times: np.ndarray, traces: dict[str, dict[str, Any]], path: str | Path) -> Path:

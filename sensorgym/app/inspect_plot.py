@@ -159,6 +159,17 @@ def plot_sampling(result: Any, path: str | Path) -> dict[str, dict[str, int]]:
     return counts
 
 
+def figure_beside(out: str | Path, tag: str) -> Path:
+    """Where ``sensorgym inspect`` writes a second figure: beside ``out``, ``<stem>_<tag>.png``.
+
+    Example:
+        >>> figure_beside("sensorgym_outputs/inspect.png", "attitude").as_posix()
+        'sensorgym_outputs/inspect_attitude.png'
+    """
+    out = Path(out)
+    return out.with_name(f"{out.stem}_{tag}{out.suffix or '.png'}")
+
+
 def sampling_path(out: str | Path) -> Path:
     """Where ``sensorgym inspect`` writes the sampler figure: beside ``out``, ``<stem>_sampler.png``.
 
@@ -166,5 +177,4 @@ def sampling_path(out: str | Path) -> Path:
         >>> sampling_path("sensorgym_outputs/inspect.png").as_posix()
         'sensorgym_outputs/inspect_sampler.png'
     """
-    out = Path(out)
-    return out.with_name(f"{out.stem}_sampler{out.suffix or '.png'}")
+    return figure_beside(out, "sampler")
