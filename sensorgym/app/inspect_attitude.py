@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .inspect_plot import figure_beside
+from .inspect_plot import figure_beside, save_figure
 
 __all__ = ["attitude_path", "attitude_rows", "attitude_traces", "is_attitude", "plot_attitude"]
 
@@ -157,8 +157,4 @@ def plot_attitude(times: np.ndarray, traces: dict[str, dict[str, Any]], path: st
             ax.legend(fontsize=8, loc="upper right")
     axes[0].set_title("attitude estimate vs truth", fontsize=9, loc="left")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -71,11 +71,7 @@ def plot_traces(result: Any, path: str | Path, max_channels: int = 12) -> Path:
     axes[0, 0].legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("time [s]")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _seconds(x: Any) -> str:
@@ -152,11 +148,19 @@ def plot_sampling(result: Any, path: str | Path) -> dict[str, dict[str, int]]:
         axes[0, 0].legend(loc="upper right", fontsize=7, ncol=4)
     axes[-1, 0].set_xlabel("time [s]")
     fig.tight_layout()
+    save_figure(fig, path)
+    return counts
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Write ``fig`` to ``path`` (its folder made if missing) and close it; returns the path."""
+    import matplotlib.pyplot as plt
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return counts
+    return path
 
 
 def figure_beside(out: str | Path, tag: str) -> Path:

@@ -231,3 +231,22 @@ def load_config_text(tmp_path_factory, text: str, name: str):
     path = tmp_path_factory.mktemp("config") / name
     path.write_text(text)
     return load_config(path)
+
+
+def t_interval(diffs: list[float]) -> tuple[float, float, float]:
+    """The mean of ``diffs`` and its 95% Student-t interval, from scipy.stats.t directly (the oracle of the
+    summaries' intervals)."""
+    import math
+
+    from scipy import stats
+
+    n = len(diffs)
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def ci(mean: float, lo: float, hi: float) -> str:
+    """An interval as summary.md writes it: ``+12.3 [+1.0, +23.6]``."""
+    return f"{mean:+,.1f} [{lo:+,.1f}, {hi:+,.1f}]"

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import shutil
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("stable_baselines3")
-from scipy import stats
 
 from sensorgym.app.cli import main
 
-from .common import rows, sensorgym_here, tiny_toml
+from .common import ci, rows, sensorgym_here, t_interval, tiny_toml
 
 #: 1 level x 2 critics x 2 seeds = 4 runs of the tiny config (256 steps, 2 evaluation episodes)
 SWEEP = '[sweep]\nseeds = [0, 1]\ncritic = ["symmetric", "asymmetric"]\n'
@@ -125,18 +123,6 @@ def test_the_deployed_score_is_what_sensorgym_eval_gives_under_the_overrides(stu
     assert evaluate_saved(run_dir)["eval_returns"] == _result(study, first["run_id"])["eval_returns"]
 
 
-def _t_interval(diffs: list[float]) -> tuple[float, float, float]:
-    n = len(diffs)
-    mean = sum(diffs) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
-    half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
-
-
-def _ci(mean: float, lo: float, hi: float) -> str:
-    return f"{mean:+,.1f} [{lo:+,.1f}, {hi:+,.1f}]"
-
-
 def test_the_summary_gives_the_drop_and_the_paired_difference_with_scipys_interval(study):
     table = _results(study)
     own = {(r["critic"], int(r["seed"])): float(r["eval_return_mean"]) for r in table}
@@ -144,19 +130,19 @@ def test_the_summary_gives_the_drop_and_the_paired_difference_with_scipys_interv
     text = (study / "ab" / "summary.md").read_text()
     section = text.split("## Scored where it will be deployed")[1]
     for critic in ("symmetric", "asymmetric"):
-        drop = _t_interval([own[(critic, s)] - real[(critic, s)] for s in (0, 1)])
+        drop = t_interval([own[(critic, s)] - real[(critic, s)] for s in (0, 1)])
         (line,) = [x for x in section.splitlines() if x.startswith(f"| {critic} | 2 |")]
-        assert line.endswith(f"| {_ci(*drop)} |"), line
+        assert line.endswith(f"| {ci(*drop)} |"), line
     best, other = sorted(("symmetric", "asymmetric"), key=lambda c: -(real[(c, 0)] + real[(c, 1)]))
-    diff = _t_interval([real[(best, s)] - real[(other, s)] for s in (0, 1)])
+    diff = t_interval([real[(best, s)] - real[(other, s)] for s in (0, 1)])
     assert f"### Under real: {best} against each other arm" in section
-    assert f"| {other} | {(real[(other, 0)] + real[(other, 1)]) / 2:,.1f} | {_ci(*diff)} | 2 |" in section
+    assert f"| {other} | {(real[(other, 0)] + real[(other, 1)]) / 2:,.1f} | {ci(*diff)} | 2 |" in section
     (verdict,) = [x for x in section.splitlines() if x.startswith("- Under real")]
     if diff[1] > 0:
-        assert f"{best} transfers best" in verdict and f"by {_ci(*diff)}" in verdict, verdict
+        assert f"{best} transfers best" in verdict and f"by {ci(*diff)}" in verdict, verdict
     else:
         assert f"{best} scores highest" in verdict and "cannot be told apart" in verdict, verdict
-        assert f"{other}: {_ci(*diff)} (95% paired t-interval, n = 2 seeds" in verdict, verdict
+        assert f"{other}: {ci(*diff)} (95% paired t-interval, n = 2 seeds" in verdict, verdict
 
 
 def _snapshot_models(folder: Path) -> dict[str, bytes]:

@@ -6,15 +6,15 @@ and the deployment part of ``summary.md`` on scores made up so that every number
 from __future__ import annotations
 
 import copy
-import math
 import re
 from pathlib import Path
 
 import pytest
-from scipy import stats
 
 from sensorgym.app.config import ConfigError, parse_config
 from sensorgym.app.config_deploy import deploy_column
+
+from .common import ci, t_interval
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -224,19 +224,6 @@ def _made_up_rows(seeds: list[int]) -> list[dict]:
     return rows
 
 
-def _t_interval(diffs: list[float]) -> tuple[float, float, float]:
-    """The 95% Student-t interval of the mean of ``diffs``, from scipy.stats.t directly."""
-    n = len(diffs)
-    mean = sum(diffs) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
-    half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
-
-
-def _ci(mean: float, lo: float, hi: float) -> str:
-    return f"{mean:+,.1f} [{lo:+,.1f}, {hi:+,.1f}]"
-
-
 def test_the_summary_gives_drops_paired_differences_and_which_arm_transfers_best():
     from sensorgym.app.ablation import deploy_markdown
 
@@ -245,10 +232,10 @@ def test_the_summary_gives_drops_paired_differences_and_which_arm_transfers_best
     section = text
     assert "- **real**: `sensors.angle.noise` = 0.3, `latency.delay` = 0.04" in section
     # per arm: own and deployed mean ± sd, and the drop (own - deployed, paired by seed) with its interval
-    drop = _t_interval(
+    drop = t_interval(
         [o - d for o, d in zip(OWN[(0.2, "symmetric")], DEPLOYED[(0.2, "symmetric")], strict=True)]
     )
-    assert f"| symmetric (angle noise = 0.2) | 3 | -400.0 ± 20.0 | -450.0 ± 20.0 | {_ci(*drop)} |" in section
+    assert f"| symmetric (angle noise = 0.2) | 3 | -400.0 ± 20.0 | -450.0 ± 20.0 | {ci(*drop)} |" in section
     # the arms in order of level, then critic as [sweep] lists them
     arms = re.findall(r"^\| ((?:a?symmetric) \(angle noise = [\d.]+\)) \| 3 \|", section, flags=re.M)
     assert arms == [f"{c} (angle noise = {n})" for n in ("0.0", "0.2") for c in ("symmetric", "asymmetric")]
@@ -256,14 +243,14 @@ def test_the_summary_gives_drops_paired_differences_and_which_arm_transfers_best
     best = DEPLOYED[(0.2, "asymmetric")]
     table = section.split("### Under real: asymmetric (angle noise = 0.2) against each other arm")[1]
     for key in [(0.2, "symmetric"), (0.0, "asymmetric"), (0.0, "symmetric")]:
-        mean, lo, hi = _t_interval([b - o for b, o in zip(best, DEPLOYED[key], strict=True)])
-        assert f"| {_ci(mean, lo, hi)} | 3 |" in table, key
-    nxt = _t_interval([b - o for b, o in zip(best, DEPLOYED[(0.2, "symmetric")], strict=True)])
+        mean, lo, hi = t_interval([b - o for b, o in zip(best, DEPLOYED[key], strict=True)])
+        assert f"| {ci(mean, lo, hi)} | 3 |" in table, key
+    nxt = t_interval([b - o for b, o in zip(best, DEPLOYED[(0.2, "symmetric")], strict=True)])
     assert nxt[1] > 0  # the made-up lead excludes 0
     (verdict,) = [line for line in section.splitlines() if line.startswith("- Under real")]
     assert verdict == (
         "- Under real, asymmetric (angle noise = 0.2) transfers best (mean -341.7): it beats the next best, "
-        f"symmetric (angle noise = 0.2), by {_ci(*nxt)} (95% paired t-interval, n = 3 seeds; the interval "
+        f"symmetric (angle noise = 0.2), by {ci(*nxt)} (95% paired t-interval, n = 3 seeds; the interval "
         "excludes 0), and every other arm with an interval that excludes 0."
     )
 
@@ -277,11 +264,11 @@ def test_arms_that_cannot_be_told_apart_are_said_so():
             r[deploy_column("real")] = str([-335.0, -345.0, -340.0][int(r["seed"])])
     text = deploy_markdown(rows, ["sensors.angle.noise"], _summary_cfg([0, 1, 2]))
     (verdict,) = [line for line in text.splitlines() if line.startswith("- Under real")]
-    mean, lo, hi = _t_interval([-360.0 + 335.0, -320.0 + 345.0, -345.0 + 340.0])
+    mean, lo, hi = t_interval([-360.0 + 335.0, -320.0 + 345.0, -345.0 + 340.0])
     assert lo < 0 < hi
     assert verdict.startswith(
         "- Under real, symmetric (angle noise = 0.2) scores highest (mean -340.0), but it cannot be told "
-        f"apart from the next best, asymmetric (angle noise = 0.2): {_ci(-mean, -hi, -lo)} (95% paired "
+        f"apart from the next best, asymmetric (angle noise = 0.2): {ci(-mean, -hi, -lo)} (95% paired "
         "t-interval, n = 3 seeds; the interval includes 0)"
     ), verdict
     # the arms whose interval to it includes 0 (the noise-free ones trail by 230 to 255 on every seed)
