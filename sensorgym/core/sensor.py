@@ -143,6 +143,10 @@ class Sensor(ABC):
     uses_ring_pipeline: ClassVar[bool] = True
     #: how many timeline slots ``_apply_transform`` may read (``at(0)`` .. ``at(depth - 1)``)
     timeline_depth: ClassVar[int] = 2
+    #: how many return-ring slots ``_post_process`` may read (``at(0)`` .. ``at(depth - 1)``); 1 (it reads
+    #: none but the slot it writes): a branch with no delay and no history projects straight into its
+    #: return cache, which saves a ring and a copy per branch and step
+    projection_depth: ClassVar[int] = 2
     #: NamedTuple type for multi-field sensors (field order = return format order); auto if None
     return_type: ClassVar[type | None] = None
 

@@ -226,19 +226,21 @@ class ProjectIntoRing:
         if self.identity:
             slot = ring.arrays[ring.clock.t % ring.depth]
             self.copy(slot, source.arrays[source.clock.t % source.depth])
-        else:
-            self._project()
+        else:  # the hook, its result into the ring's slot 0 unless written there (one frame: a B = 1 step
+            # of a post-processed class runs two of these)
+            target = ring.at(0)
+            out = self.post_process(self.md, source.at(0), ring, is_measured=self.is_measured)
+            if out is not target:
+                self._place(out, target)
+            if self.cache is None:
+                return
             slot = ring.arrays[ring.clock.t % ring.depth]
         if self.cache is not None:
             self.copy(self.cache, slot)
 
-    def _project(self) -> None:
-        """The overridden ``_post_process``, its result into the ring's slot 0 unless written there."""
-        slot = self.ring.at(0)
-        out = self.post_process(self.md, self.source.at(0), self.ring, is_measured=self.is_measured)
-        if out is not slot and (
-            out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype
-        ):
+    def _place(self, out: torch.Tensor, slot: torch.Tensor) -> None:
+        """The hook's result into the ring's slot, unless it is that memory."""
+        if out.data_ptr() != slot.data_ptr() or out.stride() != slot.stride() or out.dtype != slot.dtype:
             if out.shape != slot.shape:
                 raise ValueError(
                     f"{self.sensor_cls.__name__}._post_process returned shape {tuple(out.shape)}; the "

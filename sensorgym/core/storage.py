@@ -259,8 +259,11 @@ class ClassStorage:
 
         gt.cache = gt_intermediate if gt_zero_copy else cache()
         measured.cache = working if measured_zero_copy else cache()
-        min_depth = 2 if post_processed else 1  # _post_process may read timeline.at(1)
-        if post_processed or self.history_length:  # the GT ring is also the GT history
+        # _post_process may read timeline.at(1) .. at(projection_depth - 1)
+        min_depth = sensor_cls.projection_depth if post_processed else 1
+        if post_processed and self.history_length == 0 and min_depth == 1:  # it reads only what it writes
+            gt.ring = gt.history = Ring.single(gt.cache, clock)  # the projection is the return cache
+        elif post_processed or self.history_length:  # the GT ring is also the GT history
             gt.ring = gt.history = ring(max(self.history_length, min_depth))
         try:
             if self.max_shift:
@@ -270,8 +273,8 @@ class ClassStorage:
                 )
             if measured.delay_line is not None:
                 measured.ring = measured.delay_line.ring
-            elif post_processed:
-                measured.ring = ring(min_depth)
+            elif post_processed:  # with projection_depth 1 the projection is the return cache itself
+                measured.ring = Ring.single(measured.cache, clock) if min_depth == 1 else ring(min_depth)
         except (RuntimeError, MemoryError) as e:  # the allocator refused: say which option asked for it
             raise ring_memory_error(
                 plan.sensors, b, return_cols, return_dtype, device, dt, None, **costs
@@ -310,7 +313,8 @@ class ClassStorage:
                 add(CopyToReturnCache(gt.timeline, gt.cache, binding))
         elif gt.ring is not None:
             # padding keeps slot 0, so the cache can be written before the ring is padded
-            project = ProjectIntoRing(cls, md, gt.timeline, gt.ring, False, binding, gt.cache)
+            cache = None if _is_cache(gt.ring, gt.cache) else gt.cache
+            project = ProjectIntoRing(cls, md, gt.timeline, gt.ring, False, binding, cache)
             add(project, executor=hook)
             add(PadRing(gt.ring, self.padding, binding), reset_only=True)
         else:
@@ -326,7 +330,7 @@ class ClassStorage:
                 add(PadRing(measured.ring, self.padding, binding), reset_only=True)
                 if line is not None:  # its read, on the executor the delay line runs it on
                     add(line.stage(), name=line.stage_name(), executor=line.stage_executor())
-                else:
+                elif not _is_cache(measured.ring, measured.cache):
                     add(CopyToReturnCache(measured.ring, measured.cache, binding))
             else:
                 add(CopyToReturnCache(working, measured.cache, binding))
@@ -474,3 +478,8 @@ class ClassStorage:
 
 def _cols(columns: slice) -> int:
     return columns.stop - columns.start
+
+
+def _is_cache(ring: Ring, cache: torch.Tensor) -> bool:
+    """Whether ``ring`` is the one-slot ring over the return cache ``cache`` (``projection_depth`` 1)."""
+    return ring.depth == 1 and ring.buffer.data_ptr() == cache.data_ptr()

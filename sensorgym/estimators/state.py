@@ -52,7 +52,8 @@ class EstimatorState:
     reset); what a checkpoint must keep is :attr:`persistent`. ``arrays`` holds the same memory as arrays
     of the executor (``numpy`` views of the CPU tensors, or the tensors themselves) under the block
     names, padded blocks as :class:`Padded`, plus ``q0`` (the scalar row) and ``qv`` (the vector part,
-    padded).
+    padded). ``storage`` (optional) is the ``(rows, batch)`` memory to lay the state over, contiguous, of
+    ``dtype`` (a copy's, see :meth:`__reduce__`); zeros are allocated without it.
     """
 
     def __init__(
@@ -65,6 +66,7 @@ class EstimatorState:
         dtype: torch.dtype = torch.float64,
         device: str | torch.device = "cpu",
         executor: str = "torch",
+        storage: torch.Tensor | None = None,
     ) -> None:
         if int(batch) != batch or batch < 1:
             raise ValueError(f"batch={batch!r}: the number of envs must be a positive integer")
@@ -83,7 +85,12 @@ class EstimatorState:
         self.ops: Any = ops_for(executor, device)
         self.executor = executor
         self.batch = int(batch)
-        self.storage = torch.zeros(sum(blocks.values()), self.batch, dtype=dtype, device=device)
+        shape = (sum(blocks.values()), self.batch)
+        if storage is None:
+            storage = torch.zeros(shape, dtype=dtype, device=device)
+        elif tuple(storage.shape) != shape or storage.dtype != dtype or not storage.is_contiguous():
+            raise ValueError(f"storage: a contiguous {dtype} tensor of shape {shape} (got {storage.shape})")
+        self.storage = storage
         self._binding = Binding(executor)
         if executor == "numpy" and self._binding.numpy(self.storage) is None:
             raise ValueError(f"executor='numpy' runs on CPU memory; this state is on {self.storage.device}")
@@ -147,7 +154,9 @@ class EstimatorState:
 
 def _rebuild(spec: tuple, storage: torch.Tensor, mask: torch.Tensor) -> EstimatorState:
     blocks, persistent, padded, batch, dtype, device, executor = spec
-    state = EstimatorState(blocks, persistent, padded, batch, dtype=dtype, device=device, executor=executor)
-    state.storage.copy_(storage)
+    # over the copied memory itself: views of it copied along (an AttitudeSensor's env-major rows) share it
+    state = EstimatorState(
+        blocks, persistent, padded, batch, dtype=dtype, device=device, executor=executor, storage=storage
+    )
     state._mask.copy_(mask)
     return state

@@ -17,7 +17,7 @@ import torch
 
 import sensorgym as sg
 from sensorgym.estimators import Madgwick, Mahony
-from sensorgym.sensors.mujoco.attitude import truth_key
+from sensorgym.sensors.mujoco.attitude import OUTPUTS, truth_key
 
 DT = 0.01
 LEVEL = torch.tensor([1.0, 0.0, 0.0, 0.0])
@@ -240,6 +240,64 @@ def test_a_checkpoint_resumes_bit_for_bit_mid_episode(executor):
         mgr2.step(state(k))
         rest.append(att2.read().quaternion.clone())
     torch.testing.assert_close(torch.stack(rest, 1), whole.quaternion[:, cut:], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("executor", ["torch", "numpy"])
+@pytest.mark.parametrize("kind", ["madgwick", "mahony", "none"])
+def test_a_deep_copy_runs_on_as_the_original_and_checkpoints_its_own_state(executor, kind):
+    """``copy.deepcopy(mgr)`` mid-episode (its estimator state, the truth, the compiled calls' views: its
+    own memory), every output: copy and original read the same bits from then on, also after the
+    original is gone, and the copy's checkpoint holds the copy's state (once, this raised: the outputs
+    held a module; and a copied view of the state's memory would have been saved stale)."""
+    import copy
+    import gc
+
+    n, b, cut = 60, 3, 23
+    gyr, acc, mag = _log(n, b)
+    rng = np.random.default_rng(5)
+    truth = torch.from_numpy(rng.normal(size=(n, b, 4)).astype(np.float32))
+    truth = truth / truth.norm(dim=-1, keepdim=True)
+    mgr, att, o = _manager(b, executor, estimator=kind, outputs=tuple(OUTPUTS), update_period=0.02,
+                           gyro_bias=0.03, gyro_noise=0.01)  # fmt: skip
+
+    key, true_key = att.state_key, truth_key(o)
+
+    def state(k):
+        x = np.concatenate([acc[k], gyr[k], mag[k]], -1).astype(np.float32)
+        return {key: x, true_key: truth[k].numpy()}
+
+    def reads(a):
+        return [t.clone() for r in (a.read(), a.read_ground_truth()) for t in r]
+
+    mgr.reset(state(0))
+    for k in range(1, cut):
+        mgr.step(state(k))
+    twin = copy.deepcopy(mgr)
+    twin_att = twin.sensors[0]
+    for k in range(cut, cut + 10):
+        mgr.step(state(k))
+        twin.step(state(k))
+        for x, y in zip(reads(att), reads(twin_att), strict=True):
+            assert torch.equal(x, y)
+    expected = [reads(att)]
+    for k in range(cut + 10, n):
+        mgr.step(state(k))
+        expected.append(reads(att))
+    saved = twin.state_dict()
+    del mgr, att
+    gc.collect()
+    for k in range(cut + 10, n):
+        twin.step(state(k))
+        for x, y in zip(expected[k - cut - 9], reads(twin_att), strict=True):
+            assert torch.equal(x, y)
+    fresh, fresh_att, _ = _manager(b, executor, seed=7, estimator=kind, outputs=tuple(OUTPUTS),
+                                   update_period=0.02, gyro_bias=0.03, gyro_noise=0.01)  # fmt: skip
+    fresh.reset(state(0))
+    fresh.load_state_dict(saved)
+    for k in range(cut + 10, n):
+        fresh.step(state(k))
+    for x, y in zip(reads(twin_att), reads(fresh_att), strict=True):
+        assert torch.equal(x, y)
 
 
 def test_gains_are_drawn_per_env_and_sensor_at_every_reset_from_the_managers_seed():

@@ -17,42 +17,80 @@ pytestmark = pytest.mark.skipif(not dispatch.kernels_available(), reason="needs 
 ALL = ("projected_gravity", "quaternion", "roll_pitch", "bias", "ang_vel")
 
 
-def _run(executor, kernels, estimator, n=120, b=5):
+# the configurations the kernels branch on: several sensors and outputs (the general loops, masked by the
+# sampler), one sensor reading one 3- or 4-vector (the loops with constant strides), the 9-axis update
+# with Madgwick's C-code earth field, and a class whose samples are a column block of a wider buffer (an
+# IMUSensor shares the float32 buffer: rows 9 n elements apart no more)
+CONFIGS = {
+    "two_sensors_all_outputs": [
+        dict(estimator_kp=2.0, estimator_ki=0.2, gyro_bias=0.05, gyro_noise=0.02, outputs=ALL,
+             update_period=0.02, dropout=0.2),
+        dict(outputs=("ang_vel", "roll_pitch"), estimator_init="truth", estimator_init_error=4.0),
+    ],
+    "one_sensor_gravity": [dict(gyro_noise=0.02, acc_noise=0.1)],
+    "one_sensor_quaternion": [dict(outputs=("quaternion",), dropout=0.3)],
+    "nine_axis": [dict(estimator_magnetometer=True, estimator_earth_field="c_code", mag_noise=0.05,
+                       outputs=("projected_gravity", "roll_pitch", "bias"), gyro_bias=0.02)],
+    "beside_an_imu": [dict(outputs=("projected_gravity", "ang_vel"))],
+}  # fmt: skip
+
+
+def _run(executor, kernels, estimator, config="two_sensors_all_outputs", n=120, b=5):
     previous = use_kernels(kernels)
     try:
         mgr = sg.SensorManager(num_envs=b, dt=0.01, seed=0, executor=executor)
+        if config == "beside_an_imu":
+            mgr.add_sensor(sg.IMUOptions(body="torso", acc_noise=0.1))
         sensors = [
-            mgr.add_sensor(sg.AttitudeOptions(body="torso", estimator=estimator, estimator_kp=2.0,
-                                              estimator_ki=0.2, gyro_bias=0.05, gyro_noise=0.02, outputs=ALL,
-                                              update_period=0.02, dropout=0.2)),
-            mgr.add_sensor(sg.AttitudeOptions(body="torso", estimator=estimator, outputs=("ang_vel", "roll_pitch"),  # noqa: E501
-                                              estimator_init="truth", estimator_init_error=4.0)),
-        ]  # fmt: skip
+            mgr.add_sensor(sg.AttitudeOptions(body="torso", estimator=estimator, **opts))
+            for opts in CONFIGS[config]
+        ]
         rng = np.random.default_rng(0)
         q = torch.from_numpy(rng.normal(size=(n, b, 4))).float()
         q = q / q.norm(dim=-1, keepdim=True)
         x = torch.from_numpy(
             rng.normal(size=(n, b, 9)) + np.array([0, 0, 9.81, 0, 0, 0, 0.2, 0, -0.4])
         ).float()
+        resets = rng.random((n, b)) < 0.05
         out = []
         for k in range(n):
             state = {}
-            for s in sensors:
-                state[s.state_key] = x[k]
-                state[truth_key(s.options)] = q[k]
-            mgr.reset(state) if k == 0 else mgr.step(state)
+            for s in mgr.sensors:
+                state[s.state_key] = x[k].numpy()  # as the sub-envs hand them: float32 numpy arrays
+                if isinstance(s.options, sg.AttitudeOptions):
+                    state[truth_key(s.options)] = q[k].numpy()
+            mgr.reset(state) if k == 0 else mgr.step(state, reset_mask=torch.from_numpy(resets[k]))
             for s in sensors:
                 for r in (s.read(), s.read_ground_truth()):
-                    out += [t.clone() for t in r]
+                    out += [t.clone() for t in (r if isinstance(r, tuple) else (r,))]
         return out
     finally:
         use_kernels(previous)
 
 
+@pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("executor", ["numpy", "torch"])
 @pytest.mark.parametrize("estimator", ["mahony", "madgwick", "none"])
-def test_the_compiled_outputs_are_the_op_routes_bit_for_bit(executor, estimator):
-    compiled, ops = _run(executor, True, estimator), _run(executor, False, estimator)
+def test_the_compiled_outputs_are_the_op_routes_bit_for_bit(executor, estimator, config):
+    compiled, ops = _run(executor, True, estimator, config), _run(executor, False, estimator, config)
     assert len(compiled) == len(ops)
     for a, b in zip(compiled, ops, strict=True):
         assert torch.equal(a, b)
+
+
+def test_the_common_case_runs_one_compiled_call_per_branch():
+    """One sensor reading the projected gravity: the measured branch is the fused update (no op route),
+    and both branches write their return caches directly (``projection_depth`` 1: no copy stage)."""
+    mgr = sg.SensorManager(num_envs=3, dt=0.01, seed=0)
+    s = mgr.add_sensor(sg.AttitudeOptions(body="torso", estimator="mahony"))
+    state = {s.state_key: np.tile(np.float32([0, 0, 9.81, 0, 0, 0, 0, 0, 0]), (3, 1)),
+             truth_key(s.options): np.tile(np.float32([1, 0, 0, 0]), (3, 1))}  # fmt: skip
+    mgr.reset(state)
+    mgr.step(state)
+    st = mgr.storage(type(s))
+    est = st.md.constants["attitude"]
+    assert est.fused is not None and est.fused.__name__ == "mahony6_outputs"
+    kernels = {k.__name__ for k, *_ in est._calls.values()}  # per (branch buffer, slot) bound once
+    assert kernels == {"mahony6_outputs", "truth_outputs"}
+    assert st.stage_names() == ["ProjectIntoRing", "ProjectIntoRing"]
+    assert est.truth.now is state[truth_key(s.options)]  # the state's array, read where it lies

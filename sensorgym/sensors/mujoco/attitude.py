@@ -47,7 +47,7 @@ import torch
 
 from ...core.options import option_error
 from ...core.randomization import Distribution
-from .attitude_estimation import OUTPUTS, Estimation, initialize, true_gyro_bias, truth_key
+from .attitude_estimation import OUTPUTS, Estimation, truth_key
 from .base import cached, mj_handles, name_to_id
 from .geometry import euler_to_matrix
 from .imu import IMUOptions, IMUSensor
@@ -157,6 +157,7 @@ class AttitudeSensor(IMUSensor):
 
     options_cls = AttitudeOptions
     return_type = None
+    projection_depth = 1  # _post_process reads no earlier output: it projects straight into the caches
 
     def _get_intermediate_format(self) -> tuple:
         return ((3,), (3,), (3,))  # the IMU's samples: the estimator's input
@@ -215,38 +216,12 @@ class AttitudeSensor(IMUSensor):
     def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
         super()._update_raw_data(state, md, raw)
         est = md.constants["attitude"]
-        truth, host = est.truth.quat, est.truth.host
-        for j, key in enumerate(est.truth_keys):
-            src = state[key]
-            if type(src) is np.ndarray and host is not None:
-                np.copyto(host[:, j], src)
-            else:
-                truth[:, j].copy_(torch.as_tensor(src))
+        est.truth.take(state, est.truth_keys)  # the frame's true orientation, for this step's outputs
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:
-        est: Estimation = md.constants["attitude"]
-        outputs = est.outputs
-        acc, gyr, mag, take, parts = est.bind(md, data)
-        if not is_measured:  # the true quantities of the IMU frame
-            bias = outputs.zero_bias
-            if "bias" in outputs.wanted:
-                true_gyro_bias(md, est.truth.bias)
-                bias = est.truth.bias_rows
-            return outputs.fill(est.truth.rows, bias, parts[1], timeline.at(0))
-        reset = md.context.reset_mask
-        if reset is not None and est.estimator is not None:  # start at the reset sample, then consume it
-            initialize(md, est, parts[0], parts[2], reset[:, None].expand(est.b, est.n).reshape(-1))
-        if est.estimator is None:  # estimator "none": the true orientation
-            out = outputs.fill(est.truth.rows, outputs.zero_bias, parts[1], timeline.at(0))
-        else:
-            est.estimator.update(est.state, gyr, acc, mag if est.magnetometer else None, take)  # None: all
-            rows = est.state.tensors
-            out = outputs.fill(rows["q"], rows.get("bias", outputs.zero_bias), parts[1], timeline.at(0))
-        if outputs.noise is not None:  # per-step white noise on the orientation outputs
-            md.random.normal_(outputs.noise, None, 0)
-            out.addcmul_(outputs.noise, outputs.noise_std)
-        return out
+        # ground truth: the true quantities of the IMU frame; measured: the estimator's update and estimate
+        return md.constants["attitude"].project(md, data, timeline.at(0), is_measured)
 
 
 def _reading_type(outputs: tuple[str, ...]) -> type:

@@ -28,6 +28,8 @@ __all__ = [
     "truth_key",
 ]
 
+#: sensorgym.estimators.dispatch (whose ``enabled`` a step reads), once a manager has built an estimator
+_dispatch: Any = None
 #: the outputs an AttitudeSensor can read, with their widths
 OUTPUTS = {"projected_gravity": 3, "quaternion": 4, "roll_pitch": 2, "bias": 3, "ang_vel": 3}
 #: the outputs that carry the orientation (what ``orientation_noise`` perturbs)
@@ -54,8 +56,11 @@ class Estimation:
                 f"AttitudeSensors of one manager run one estimator: found {sorted(kinds)}. Fix: give every "
                 "AttitudeOptions the same estimator, estimator_magnetometer and estimator_earth_field."
             )
-        from ...estimators import Madgwick, Mahony  # imported when a manager builds one: not by sensorgym
-        from ...estimators._ops import ops_for
+        from ...estimators import Madgwick, Mahony, dispatch  # imported when a manager builds one, not by
+        from ...estimators._ops import ops_for  # sensorgym
+
+        global _dispatch
+        _dispatch = dispatch
 
         kind, self.magnetometer, earth = kinds.pop()
         b, n, device = md.num_envs, len(opts), md.device
@@ -64,9 +69,13 @@ class Estimation:
         self.use_truth = torch.tensor([o.estimator_init == "truth" for o in opts], device=device)
         self.any_truth = False
         self._bound: dict[int, tuple] = {}
+        #: per (branch buffer, ring slot): the compiled call and its bound arguments (see _bind_call)
+        self._calls: dict[tuple[int, int], tuple] = {}
         self.truth_keys = [truth_key(o) for o in opts]
         self.truth = TruthInputs(md)
         self.estimator: Any = None
+        self.fused: Any = None  # the measured branch's one compiled call (set below where it binds)
+        self.consts: Any = None
         if kind == "none":  # the truth is the output: no state, nothing drawn
             self.state = None
             self.outputs = Outputs(md, ops_for(md.binding.name, md.device))
@@ -97,6 +106,95 @@ class Estimation:
         self.axis = torch.zeros(b, n, dtype=torch.float32, device=device)  # the initial error's axis, turns
         self.rows = self.state.storage.T.view(b, n, -1)  # the persistent state with a leading env axis
         self.outputs = Outputs(md, self.state.ops)
+        # the measured branch in one compiled call (attitude_kernel's ``*_outputs``: samples in, update,
+        # outputs) where the outputs are compiled and the estimator's own kernel binds to its state
+        if self.outputs.compiled is not None:
+            from . import attitude_kernel
+
+            spec = self.estimator._kernel_spec(self.magnetometer)
+            bound = dispatch.bind(spec, self.state)
+            if bound is not None:
+                self.fused, self.consts = getattr(attitude_kernel, spec[0] + "_outputs"), bound[1][1]
+
+    def __getstate__(self) -> dict:
+        """A copy binds its own buffers again (the bound views point into the original's memory)."""
+        return {**self.__dict__, "_bound": {}, "_calls": {}}
+
+    def project(self, md: Any, data: torch.Tensor, out: torch.Tensor, is_measured: bool) -> torch.Tensor:
+        """This step's outputs of one branch (``data``: its ``(B, 9 n)`` samples) into ``out`` (the return
+        ring's slot): the true quantities (the ground truth, which runs first, and the measured branch
+        without an estimator), or the estimator's update on the measured samples and its estimate."""
+        key = (id(data), id(out))  # the ground truth's data is a slot of its timeline ring, which turns
+        bound = self._calls.get(key)
+        if bound is None:
+            bound = self._calls[key] = self._bind_call(md, data, out, is_measured)
+        kernel, args = bound[0], bound[1]
+        outputs, truth = self.outputs, self.truth
+        if not is_measured:
+            if outputs.true_bias:
+                true_gyro_bias(md, truth.bias)
+            if kernel is not None:  # the truth's rows and outputs: one compiled call
+                kernel(truth.now, *args)
+            else:
+                truth.load()
+                bias = truth.bias_rows if outputs.true_bias else outputs.zero_bias
+                outputs.fill(truth.rows, bias, data, out)
+        elif self.estimator is None:  # "none": the truth's rows, which the ground truth wrote this step
+            if kernel is not None:
+                kernel(*args)
+            else:
+                outputs.fill(truth.rows, outputs.zero_bias, data, out)
+        else:
+            reset = md.context.reset_mask
+            if reset is not None:  # start at the reset sample, then consume it
+                parts = self.bind(md, data)[4]
+                initialize(md, self, parts[0], parts[2], reset[:, None].expand(self.b, self.n).reshape(-1))
+            if kernel is not None and _dispatch.enabled:  # samples in, update, outputs out: one call
+                kernel(*args)
+            else:
+                acc, gyr, mag, take, parts = self.bind(md, data)
+                self.estimator.update(self.state, gyr, acc, mag if self.magnetometer else None, take)
+                rows = self.state.tensors
+                outputs.fill(rows["q"], rows.get("bias", outputs.zero_bias), data, out)
+                return self._noise(md, out)
+        if kernel is not None and outputs.angles:
+            outputs.finish_angles(args[-2])
+        return self._noise(md, out) if is_measured else out
+
+    def _noise(self, md: Any, out: torch.Tensor) -> torch.Tensor:
+        """The measured branch's per-step white noise on the orientation outputs (``orientation_noise``)."""
+        noise = self.outputs.noise
+        if noise is not None:
+            md.random.normal_(noise, None, 0)
+            out.addcmul_(noise, self.outputs.noise_std)
+        return out
+
+    def _bind_call(self, md: Any, data: torch.Tensor, out: torch.Tensor, is_measured: bool) -> tuple:
+        """The compiled call of a branch's step, ``(kernel, its arguments, data, out)`` for the branch
+        buffer ``data`` and the ring slot ``out`` (numpy views made once; ``data`` and ``out`` kept, as
+        their ids are the key), with kernel and arguments None where the op route runs. The ground truth's
+        kernel is ``truth_outputs``, called with the truth's array of the step first; the measured
+        branch's the fused update (``*_outputs``; with a take mask numpy can hand the kernel as it is),
+        or without an estimator the fill from the truth's rows the ground truth wrote."""
+        c = self.outputs.compiled
+        if c is None or (is_measured and self.estimator is not None and self.fused is None):
+            return None, None, data, out
+        if not out.is_contiguous():
+            return None, None, data, out
+        (x, w), slot = c.samples(data), out.numpy()
+        if not is_measured or self.estimator is None:  # from the truth (its rows: this step's, see above)
+            bias = (self.truth.bias_rows if not is_measured else self.outputs.zero_bias).numpy()
+            args = (self.truth.rows.numpy(), bias, x, w, c.plan, c.n, c.consts, slot, c.ang)
+            return (c.fill if is_measured else c.truth), args, data, out
+        sampler, host = md.imperfections.sampler, self.state.host
+        mask = host.mask if sampler is None else sampler.take.view(-1).numpy()
+        if mask.shape != host.mask.shape or not mask.flags.c_contiguous:
+            return None, None, data, out
+        tensors = self.state.tensors
+        q, bias = tensors["q"].numpy(), tensors.get("bias", self.outputs.zero_bias).numpy()
+        masked = sampler is not None
+        args = (x, w, host.storage, self.consts, mask, masked, c.n, q, bias, c.plan, c.consts, slot, c.ang)
+        return self.fused, args, data, out
 
     def bind(self, md: Any, data: torch.Tensor) -> tuple:
         """The samples of ``data`` ``(B, n * 9)`` (the measured or the true working buffer) as ``(B n, 3)``
@@ -126,19 +224,56 @@ class Estimation:
 
 
 class TruthInputs:
-    """What the ground truth is computed from, per env and sensor: the IMU frame's true orientation
-    (``quat`` ``(B, n, 4)``, written each step from the sub-envs; ``rows``: its ``(4, B n)`` view) and the
-    gyroscope's true bias error (``bias`` ``(B, n 9)``, summed from the error terms when read; ``bias_rows``:
-    its gyroscope rows ``(3, B n)``)."""
+    """What the ground truth is computed from, per env and sensor: the IMU frame's true orientation this
+    step, ``now`` ``(B n, 4)``, and its rows ``rows`` ``(4, B n)`` (written by the ground truth's step), and
+    the gyroscope's true bias error (``bias`` ``(B, n 9)``, summed from the error terms when read;
+    ``bias_rows``: its gyroscope rows ``(3, B n)``). ``now`` is the state's own array where one sensor's
+    true orientation comes as a float32 numpy array in C order (what the sub-envs measure; read where it
+    lies), else ``quat`` ``(B, n, 4)``, the class's copy."""
 
     def __init__(self, md: Any) -> None:
         b, n = md.num_envs, len(md.sensors)
         self.quat = torch.zeros(b, n, 4, dtype=torch.float32, device=md.device)
-        # written from the sub-envs' numpy arrays: through a numpy view where the memory is the CPU's
-        self.host = self.quat.numpy() if self.quat.device.type == "cpu" else None
-        self.rows = self.quat.view(-1, 4).T
+        self.rows = torch.zeros(4, b * n, dtype=torch.float32, device=md.device)
         self.bias = torch.zeros(b, n * 9, dtype=torch.float32, device=md.device)
         self.bias_rows = self.bias.view(b * n, 9)[:, 3:6].T
+        self._view_quat()
+
+    def _view_quat(self) -> None:
+        # written from the sub-envs' numpy arrays: through a numpy view where the memory is the CPU's
+        self.host = self.quat.numpy() if self.quat.device.type == "cpu" else None
+        self.copied = self.host.reshape(-1, 4) if self.host is not None else self.quat.view(-1, 4)
+        self.now: Any = self.copied
+
+    def __getstate__(self) -> dict:
+        """A copy views its own memory again (and holds no state array of the original's step)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("host", "copied", "now")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._view_quat()
+
+    def take(self, state: Any, keys: list[str]) -> None:
+        """This step's true orientations, ``state[key]`` of each sensor's key: read where they lie (one
+        sensor, a float32 numpy array in C order) or copied into ``quat``."""
+        host = self.host
+        if host is not None and len(keys) == 1:
+            src = state[keys[0]]
+            if type(src) is np.ndarray and src.dtype == np.float32 and src.flags.c_contiguous:
+                self.now = src
+                return
+        for j, key in enumerate(keys):
+            src = state[key]
+            if type(src) is np.ndarray and host is not None:
+                np.copyto(host[:, j], src)
+            else:
+                self.quat[:, j].copy_(torch.as_tensor(src))
+        self.now = self.copied
+
+    def load(self) -> None:
+        """``rows`` from ``now`` on the executor's ops (the compiled route gathers them in its kernel)."""
+        now = self.now
+        self.rows.copy_((now if type(now) is torch.Tensor else torch.from_numpy(now)).T)
 
 
 class CompiledFill:
@@ -147,17 +282,40 @@ class CompiledFill:
     arguments (``ang``: the table's first 3 rows) and angles (``angles``: its next 2) go."""
 
     def __init__(self, md: Any, table: torch.Tensor) -> None:
-        from .attitude_kernel import CONSTS, fill, scatter
+        from .attitude_kernel import CONSTS, fill, scatter, truth_outputs
 
-        self.fill, self.scatter, self.consts, self.n = fill, scatter, CONSTS, len(md.sensors)
+        self.fill, self.truth, self.scatter, self.consts = fill, truth_outputs, scatter, CONSTS
+        self.n = len(md.sensors)
         plan, col = [], 0
         for j, s in enumerate(md.sensors):
             for o in s.options.outputs:
                 plan.append((_FULL.index(o), j, col))
                 col += OUTPUTS[o]
         self.plan = np.array(plan, dtype=np.int64).reshape(-1, 3)
+        self.table = table
+        self._view_table()
+
+    def _view_table(self) -> None:
+        table = self.table
         self.ang, self.angles = table.numpy()[:3], table[3:5]
         self.angles_host = table.numpy()[3:5]
+
+    def __getstate__(self) -> dict:
+        """A copy (deepcopy, pickle) views its own table again: a numpy view copied along would be an
+        array of its own, which the kernel would write and the outputs never read."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("ang", "angles_host")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._view_table()
+
+    @staticmethod
+    def samples(data: torch.Tensor) -> tuple[np.ndarray, int]:
+        """A branch's ``(B, 9 n)`` buffer as the kernels read it: a flat numpy view from its first element
+        to its last, and the distance between its rows (it may be a column block of a wider buffer)."""
+        b, width = data.shape
+        w = data.stride(0)
+        return data.as_strided(((b - 1) * w + width,), (1,)).numpy(), w
 
 
 class Outputs:
@@ -168,9 +326,11 @@ class Outputs:
     def __init__(self, md: Any, ops: Any) -> None:
         b, n = md.num_envs, len(md.sensors)
         self.ops, self.array = ops, md.array
-        self.lib = np if md.binding.name == "numpy" else torch
+        self.numpy = md.binding.name == "numpy"  # the executor whose atan2, asin and take run
         wanted = {o for s in md.sensors for o in s.options.outputs}
         self.wanted = [name for name in _FULL if name in wanted]
+        self.angles = "roll_pitch" in wanted  # the compiled route finishes them (finish_angles)
+        self.true_bias = "bias" in wanted  # the ground truth sums the gyroscope's bias error each step
         self.table = torch.zeros(_FULL_WIDTH, b * n, dtype=torch.float32, device=md.device)
         self.scratch = torch.zeros(4, b * n, dtype=torch.float32, device=md.device)
         cols = []
@@ -188,7 +348,11 @@ class Outputs:
         #: the compiled route (attitude_kernel) on CPU memory where numba is there; else the ops below
         self.compiled = CompiledFill(md, self.table) if _kernel(md.device) is not None else None
         self._views: dict[tuple, tuple] = {}
-        self._host: dict[tuple, tuple] = {}  # per (q, bias, gyr, out): their host arrays (see fill)
+        self._host: dict[tuple, tuple] = {}  # per (q, bias, data, out): their host arrays (see fill)
+
+    def __getstate__(self) -> dict:
+        """A copy makes its own views (those cached here view the original's memory)."""
+        return {**self.__dict__, "_views": {}, "_host": {}}
 
     def _view(self, t: torch.Tensor, host: bool) -> Any:
         """``t`` as a numpy array (``host``: for the kernel) or an array of the executor; made once per
@@ -199,27 +363,45 @@ class Outputs:
             view = self._views[key] = (t.numpy() if host else self.array(t), t)
         return view[0]
 
-    def fill(self, q: torch.Tensor, bias: torch.Tensor, gyr: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        """The outputs from the orientations ``q`` ``(4, B n)``, biases ``(3, B n)`` and rates
-        ``(B n, 3)`` (views of the state and the working buffers) into ``out`` ``(B, return columns)``
-        (the ring's slot: nothing to copy after); returns ``out``."""
+    def finish_angles(self, out: np.ndarray) -> None:
+        """After the compiled fill into ``out`` (a numpy view of the slot), where a sensor reads roll/pitch:
+        their ``atan2`` and ``asin`` by the executor's own functions on the arguments the kernel left,
+        placed in their columns."""
+        c, view = self.compiled, self._view
+        a, angles = view(self.table, False), view(c.angles, False)
+        _atan2(self.numpy, a[0], a[1], angles[0])
+        _asin(self.numpy, a[2], angles[1])
+        c.scatter(c.angles_host, c.plan, c.n, out)
+
+    def _gyro_rows(self, data: torch.Tensor) -> torch.Tensor:
+        """The gyroscope samples of ``data`` ``(B, 9 n)`` as a ``(B n, 3)`` view (made once per buffer)."""
+        rows = self._views.get(("gyro", id(data)))
+        if rows is None:
+            b, n = data.shape[0], data.shape[1] // 9
+            rows = self._views[("gyro", id(data))] = (data.view(b, n, 9)[..., 3:6].reshape(b * n, 3), data)
+        return rows[0]
+
+    def fill(
+        self, q: torch.Tensor, bias: torch.Tensor, data: torch.Tensor, out: torch.Tensor
+    ) -> torch.Tensor:
+        """The outputs from the orientations ``q`` ``(4, B n)``, biases ``(3, B n)`` and the branch's samples
+        ``data`` ``(B, 9 n)`` (views of the state and the working buffers) into ``out`` ``(B, return
+        columns)`` (the ring's slot: nothing to copy after); returns ``out``."""
         view = self._view
         if self.compiled is not None:
             c = self.compiled
             # the four host arrays of this call's tensors, made once per combination (a branch's q, bias
-            # and rates are fixed; out is one of its ring's slots): one lookup instead of four per step
-            key = (id(q), id(bias), id(gyr), id(out))
+            # and samples are fixed; out is one of its ring's slots): one lookup instead of four per step
+            key = (id(q), id(bias), id(data), id(out))
             host = self._host.get(key)
             if host is None:
-                host = self._host[key] = (view(q, True), view(bias, True), view(gyr, True), view(out, True))
-            q_np, bias_np, gyr_np, out_np = host
-            c.fill(q_np, bias_np, gyr_np, c.plan, c.n, c.consts, out_np, c.ang)
-            if "roll_pitch" in self.wanted:  # the executor's atan2 and asin on the arguments, then placed
-                a, angles = view(self.table, False), view(c.angles, False)
-                _atan2(self.lib, a[0], a[1], angles[0])
-                _asin(self.lib, a[2], angles[1])
-                c.scatter(c.angles_host, c.plan, c.n, out_np)
+                host = self._host[key] = (view(q, True), view(bias, True), *c.samples(data), view(out, True))
+            q_np, bias_np, x, w, out_np = host
+            c.fill(q_np, bias_np, x, w, c.plan, c.n, c.consts, out_np, c.ang)
+            if self.angles:
+                self.finish_angles(out_np)
             return out
+        gyr = self._gyro_rows(data)
         q, bias, gyr = view(q, False), view(bias, False), view(gyr, False).T
         ops, t, sc = self.ops, view(self.table, False), view(self.scratch, False)
         for name in self.wanted:
@@ -249,33 +431,33 @@ class Outputs:
                 ops.add(sc[1], sc[2], sc[1])
                 ops.mul(sc[1], -2.0, sc[1])
                 ops.add(sc[1], 1.0, sc[1])  # 1 - 2 (q1^2 + q2^2)
-                _atan2(self.lib, sc[0], sc[1], t[at])
+                _atan2(self.numpy, sc[0], sc[1], t[at])
                 ops.mul(q[0], q[2], sc[0])
                 ops.mul(q[1], q[3], sc[1])
                 ops.sub(sc[0], sc[1], sc[0])
                 ops.mul(sc[0], 2.0, sc[0])
                 ops.clip(sc[0], -1.0, 1.0, sc[0])
-                _asin(self.lib, sc[0], t[at + 1])
+                _asin(self.numpy, sc[0], t[at + 1])
             elif name == "bias":
                 ops.copyto(t[at : at + 3], bias)
             else:
                 ops.copyto(t[at : at + 3], gyr)
-        if self.lib is np:
+        if self.numpy:
             np.take(t.reshape(-1), view(self.index, False), out=view(out, False).reshape(-1))
         else:
             torch.index_select(self.table.view(-1), 0, self.index, out=out.view(-1))
         return out
 
 
-def _atan2(lib: Any, y: Any, x: Any, out: Any) -> None:
-    if lib is np:
+def _atan2(numpy: bool, y: Any, x: Any, out: Any) -> None:
+    if numpy:
         np.arctan2(y, x, out=out)
     else:
         torch.atan2(y, x, out=out)
 
 
-def _asin(lib: Any, x: Any, out: Any) -> None:
-    if lib is np:
+def _asin(numpy: bool, x: Any, out: Any) -> None:
+    if numpy:
         np.arcsin(x, out=out)
     else:
         torch.asin(x, out=out)
@@ -313,7 +495,7 @@ def initialize(md: Any, est: Estimation, acc: torch.Tensor, mag: torch.Tensor, r
     use = est.use_truth.expand(b, n).reshape(-1)
     est.estimator.initialize(est.state, acc, mag if est.magnetometer else None, mask=rows & ~use)
     if est.any_truth:
-        truth = est.truth.quat.to(torch.float64).reshape(b * n, 4)
+        truth = est.truth.rows.T.to(torch.float64)  # this step's, written by the ground truth's step
         angle = est.axis.to(torch.float64).reshape(-1) * (2 * math.pi)
         half = est.init_error.expand(b, n).reshape(-1) / 2
         # a turn by the error about the world's horizontal axis (cos, sin, 0), then the truth

@@ -1,20 +1,35 @@
-"""The compiled (numba) form of ``AttitudeSensor``'s outputs: :meth:`_Outputs.fill
-<sensorgym.sensors.mujoco.attitude._Outputs.fill>` in one loop, written straight into the return buffer.
+"""The compiled (numba) form of ``AttitudeSensor``'s step, one call per branch and step:
 
-At ``B = 1`` the op-by-op fill costs a numpy call per op (about 25 µs for the projected gravity and the
-rate, measured) where the IMU's whole step costs 10-30 µs; this kernel is one call. It does, per return
-column, the scalar operations the op route does for that output, in the same order and with the same
-operands, in float32 (the constants come in a float32 array, so nothing is promoted to float64): the two
-routes give the same bits (tests/sensors/test_attitude_kernel.py), and the op route stays the reference
-(on CUDA, without numba, or with ``SENSORGYM_ESTIMATOR_KERNELS=0``). The one exception is roll/pitch's
-``atan2`` and ``asin``: numba's float32 ones differ from numpy's (in 40% and 19% of random arguments,
-measured) and from torch's, so :func:`fill` writes their arguments into ``ang`` ``(3, B n)`` and the
-executor's own functions finish them (``_Outputs.fill``), :func:`scatter` placing them.
+* the ground truth (and the measured branch without an estimator): :func:`truth_outputs`, the true
+  orientations gathered into rows, then :func:`fill`;
+* the measured branch with a built-in estimator: :func:`madgwick6_outputs` and the three others, the
+  samples copied into the estimator state's rows (as ``AttitudeEstimator.update`` copies them), the
+  estimator's own kernel from :mod:`sensorgym.estimators.kernels`, then :func:`fill`.
 
-An output block's recipe is a row of ``plan``: the output (0 projected gravity, 1 quaternion, 2
+At ``B = 1`` every Python call between the pieces costs about as much as the piece (the op-by-op fill
+costs a numpy call per op, about 25 µs for the projected gravity and the rate, where the IMU's whole step
+costs 10-30 µs), hence one call. :func:`fill` does, per return column, the scalar operations the op route
+(:meth:`Outputs.fill <sensorgym.sensors.mujoco.attitude_estimation.Outputs.fill>`) does for that output,
+in the same order and with the same operands, in float32 (the constants come in a float32 array, so
+nothing is promoted to float64): the two routes give the same bits (tests/sensors/test_attitude_kernel.py),
+and the op route stays the reference (on CUDA, without numba, or with ``SENSORGYM_ESTIMATOR_KERNELS=0``).
+The one exception is roll/pitch's ``atan2`` and ``asin``: numba's float32 ones differ from numpy's (in 40%
+and 19% of random arguments, measured) and from torch's, so :func:`fill` writes their arguments into
+``ang`` ``(3, B n)`` and the executor's own functions finish them (``Outputs.finish_angles``),
+:func:`scatter` placing them.
+
+Layouts. An output block's recipe is a row of ``plan``: the output (0 projected gravity, 1 quaternion, 2
 roll/pitch, 3 bias, 4 rate), the sensor ``j`` and its first return column; env ``b``'s sensor ``j`` is
-column ``b n + j`` of the rows ``q`` ``(4, B n)`` and ``bias`` ``(3, B n)`` and row ``b n + j`` of ``gyr``
-``(B n, 3)``.
+column ``b n + j`` of the rows ``q`` ``(4, B n)`` and ``bias`` ``(3, B n)``. The branch's samples come as
+``x``, a flat view of its ``(B, 9 n)`` buffer whose rows start ``w`` elements apart (the buffer may be a
+column block of a wider one): env ``b``'s sensor ``j`` reads ``x[w b + 9 j + k]``, ``k`` = 0-2 the
+accelerometer, 3-5 the gyroscope, 6-8 the magnetometer. ``out`` is the ring's slot ``(B, C)``.
+
+Speed. The loops vectorize only where their strides are known when they compile (the store stride ``C``,
+the sample stride ``w``, the sensor count ``n``): with them known at run time the compiler leaves the loops
+scalar, 3-4x slower at ``B = 4096`` (measured). So the kernels take the common case, one sensor per class
+and ``C`` of 3 or 4 (or ``w`` = 9), through branches where those are constants, and every other layout
+through the same code with them as variables.
 """
 
 from __future__ import annotations
@@ -22,17 +37,69 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["CONSTS", "fill", "scatter"]
+from ...estimators.kernels import MADGWICK_ROWS, MAHONY_ROWS, madgwick6, madgwick9, mahony6, mahony9
+
+__all__ = [
+    "CONSTS",
+    "fill",
+    "madgwick6_outputs",
+    "madgwick9_outputs",
+    "mahony6_outputs",
+    "mahony9_outputs",
+    "scatter",
+    "truth_outputs",
+]
 
 #: the float32 constants the kernel reads: 2, -2, 1, -1
 CONSTS = np.array([2.0, -2.0, 1.0, -1.0], dtype=np.float32)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _blocks(q, bias, x, w, plan, n, c, o, C, ang):
+    """Every block of ``plan`` into the flat slot ``o`` (rows of ``C``); see the module docstring. Inlined
+    with ``n``, ``C`` (and ``w``) constants where :func:`fill` knows them. Every offset of a block (its
+    sensor, its first column) is folded into the base of a view, so the loops index with constant strides
+    only."""
+    two, mtwo, one, mone = c[0], c[1], c[2], c[3]
+    envs = q.shape[1] // n
+    for i in range(plan.shape[0]):
+        kind, j, col = plan[i, 0], plan[i, 1], plan[i, 2]
+        oc = o[col:]
+        q0r, q1r, q2r, q3r = q[0, j:], q[1, j:], q[2, j:], q[3, j:]  # sensor j's column of env b: b n
+        if kind == 0:  # R(q)^T [0, 0, -1]
+            for b in range(envs):
+                q0, q1, q2, q3 = q0r[b * n], q1r[b * n], q2r[b * n], q3r[b * n]
+                oc[C * b] = (q0 * q2 - q1 * q3) * two
+                oc[C * b + 1] = (q2 * q3 + q0 * q1) * mtwo
+                oc[C * b + 2] = ((q1 * q1 + q2 * q2) - q0 * q0) - q3 * q3
+        elif kind == 1:
+            for b in range(envs):
+                oc[C * b], oc[C * b + 1] = q0r[b * n], q1r[b * n]
+                oc[C * b + 2], oc[C * b + 3] = q2r[b * n], q3r[b * n]
+        elif kind == 2:  # the arguments only: the executor's atan2 and asin finish them
+            for b in range(envs):
+                r = b * n + j
+                q0, q1, q2, q3 = q0r[b * n], q1r[b * n], q2r[b * n], q3r[b * n]
+                ang[0, r] = (q0 * q1 + q2 * q3) * two
+                ang[1, r] = (q1 * q1 + q2 * q2) * mtwo + one
+                s = (q0 * q2 - q1 * q3) * two
+                ang[2, r] = mone if s < mone else (one if s > one else s)
+        elif kind == 3:
+            b0r, b1r, b2r = bias[0, j:], bias[1, j:], bias[2, j:]
+            for b in range(envs):
+                oc[C * b], oc[C * b + 1], oc[C * b + 2] = b0r[b * n], b1r[b * n], b2r[b * n]
+        else:
+            xj = x[9 * j + 3 :]  # sensor j's gyroscope
+            for b in range(envs):
+                oc[C * b], oc[C * b + 1], oc[C * b + 2] = xj[w * b], xj[w * b + 1], xj[w * b + 2]
 
 
 @njit(cache=True, error_model="numpy")
 def fill(
     q: np.ndarray,
     bias: np.ndarray,
-    gyr: np.ndarray,
+    x: np.ndarray,
+    w: int,
     plan: np.ndarray,
     n: int,
     c: np.ndarray,
@@ -42,37 +109,35 @@ def fill(
     """Every output block ``plan[i] = (output, sensor j, first column)`` of every env into ``out``, but
     roll/pitch's, whose ``atan2`` arguments go to ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module
     docstring). One loop over the envs per block: no branch inside it."""
-    two, mtwo, one, mone = c[0], c[1], c[2], c[3]
-    for i in range(plan.shape[0]):
-        kind, j, col = plan[i, 0], plan[i, 1], plan[i, 2]
-        if kind == 0:  # R(q)^T [0, 0, -1]
-            for b in range(out.shape[0]):
-                r = b * n + j
-                q0, q1, q2, q3 = q[0, r], q[1, r], q[2, r], q[3, r]
-                out[b, col] = (q0 * q2 - q1 * q3) * two
-                out[b, col + 1] = (q2 * q3 + q0 * q1) * mtwo
-                out[b, col + 2] = ((q1 * q1 + q2 * q2) - q0 * q0) - q3 * q3
-        elif kind == 1:
-            for b in range(out.shape[0]):
-                r = b * n + j
-                out[b, col], out[b, col + 1] = q[0, r], q[1, r]
-                out[b, col + 2], out[b, col + 3] = q[2, r], q[3, r]
-        elif kind == 2:  # the arguments only: the executor's atan2 and asin finish them
-            for b in range(out.shape[0]):
-                r = b * n + j
-                q0, q1, q2, q3 = q[0, r], q[1, r], q[2, r], q[3, r]
-                ang[0, r] = (q0 * q1 + q2 * q3) * two
-                ang[1, r] = (q1 * q1 + q2 * q2) * mtwo + one
-                s = (q0 * q2 - q1 * q3) * two
-                ang[2, r] = mone if s < mone else (one if s > one else s)
-        elif kind == 3:
-            for b in range(out.shape[0]):
-                r = b * n + j
-                out[b, col], out[b, col + 1], out[b, col + 2] = bias[0, r], bias[1, r], bias[2, r]
-        else:
-            for b in range(out.shape[0]):
-                r = b * n + j
-                out[b, col], out[b, col + 1], out[b, col + 2] = gyr[r, 0], gyr[r, 1], gyr[r, 2]
+    o, C = out.reshape(-1), out.shape[1]
+    if n == 1 and C == 3:  # one sensor reading one 3-vector (the projected gravity): constant strides
+        _blocks(q, bias, x, w, plan, 1, c, o, 3, ang)
+    elif n == 1 and C == 4:
+        _blocks(q, bias, x, w, plan, 1, c, o, 4, ang)
+    else:
+        _blocks(q, bias, x, w, plan, n, c, o, C, ang)
+
+
+@njit(cache=True, error_model="numpy")
+def truth_outputs(
+    truth: np.ndarray,
+    rows: np.ndarray,
+    bias: np.ndarray,
+    x: np.ndarray,
+    w: int,
+    plan: np.ndarray,
+    n: int,
+    c: np.ndarray,
+    out: np.ndarray,
+    ang: np.ndarray,
+) -> None:
+    """The true orientations ``truth`` ``(B n, 4)`` (C order: the state's own array, or the class's copy
+    of several sensors') into ``rows`` ``(4, B n)``, then :func:`fill` from them."""
+    t = truth.reshape(-1)
+    r0, r1, r2, r3 = rows[0], rows[1], rows[2], rows[3]
+    for r in range(r0.shape[0]):
+        r0[r], r1[r], r2[r], r3[r] = t[4 * r], t[4 * r + 1], t[4 * r + 2], t[4 * r + 3]
+    fill(rows, bias, x, w, plan, n, c, out, ang)
 
 
 @njit(cache=True, error_model="numpy")
@@ -84,3 +149,68 @@ def scatter(angles: np.ndarray, plan: np.ndarray, n: int, out: np.ndarray) -> No
             for b in range(out.shape[0]):
                 out[b, col] = angles[0, b * n + j]
                 out[b, col + 1] = angles[1, b * n + j]
+
+
+# ---- the measured branch with a built-in estimator: samples in, update, outputs out, in one call --------
+_MG, _MA, _MM = MADGWICK_ROWS["g"], MADGWICK_ROWS["a"], MADGWICK_ROWS["m"]
+_HG, _HA, _HM = MAHONY_ROWS["g"], MAHONY_ROWS["a"], MAHONY_ROWS["m"]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _copy_in(x, w, S, n, bn, rg, ra, rm, magnetometer):
+    """The samples into the state's rows ``ra``, ``rg`` (and ``rm``) of the flat ``(rows, B n)`` storage
+    ``S``; row offsets are constants at every call, the sensor's offsets folded into the views' bases."""
+    for j in range(n):
+        xj = x[9 * j :]
+        a0, a1, a2 = S[ra * bn + j :], S[(ra + 1) * bn + j :], S[(ra + 2) * bn + j :]
+        g0, g1, g2 = S[rg * bn + j :], S[(rg + 1) * bn + j :], S[(rg + 2) * bn + j :]
+        for b in range(bn // n):
+            a0[b * n], a1[b * n], a2[b * n] = xj[w * b], xj[w * b + 1], xj[w * b + 2]
+            g0[b * n], g1[b * n], g2[b * n] = xj[w * b + 3], xj[w * b + 4], xj[w * b + 5]
+        if magnetometer:
+            m0, m1, m2 = S[rm * bn + j :], S[(rm + 1) * bn + j :], S[(rm + 2) * bn + j :]
+            for b in range(bn // n):
+                m0[b * n], m1[b * n], m2[b * n] = xj[w * b + 6], xj[w * b + 7], xj[w * b + 8]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _load(x, w, S, n, bn, rg, ra, rm, magnetometer):
+    """:func:`_copy_in` with the sample stride and the sensor count constant in the common case (one
+    sensor, its samples the whole buffer)."""
+    if n == 1 and w == 9:
+        _copy_in(x, 9, S, 1, bn, rg, ra, rm, magnetometer)
+    else:
+        _copy_in(x, w, S, n, bn, rg, ra, rm, magnetometer)
+
+
+@njit(cache=True, error_model="numpy")
+def madgwick6_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+    """Madgwick 6-axis: the samples ``x`` into the state ``S``, its update (envs where ``masked`` and not
+    ``mask``: held), then :func:`fill` from its rows ``q`` and ``bias`` (views of ``S``)."""
+    _load(x, w, S, n, q.shape[1], _MG, _MA, _MM, False)
+    madgwick6(S, consts, mask, masked)
+    fill(q, bias, x, w, plan, n, c, out, ang)
+
+
+@njit(cache=True, error_model="numpy")
+def madgwick9_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+    """Madgwick 9-axis; see :func:`madgwick6_outputs`."""
+    _load(x, w, S, n, q.shape[1], _MG, _MA, _MM, True)
+    madgwick9(S, consts, mask, masked)
+    fill(q, bias, x, w, plan, n, c, out, ang)
+
+
+@njit(cache=True, error_model="numpy")
+def mahony6_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+    """Mahony 6-axis; see :func:`madgwick6_outputs`."""
+    _load(x, w, S, n, q.shape[1], _HG, _HA, _HM, False)
+    mahony6(S, consts, mask, masked)
+    fill(q, bias, x, w, plan, n, c, out, ang)
+
+
+@njit(cache=True, error_model="numpy")
+def mahony9_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+    """Mahony 9-axis; see :func:`madgwick6_outputs`."""
+    _load(x, w, S, n, q.shape[1], _HG, _HA, _HM, True)
+    mahony9(S, consts, mask, masked)
+    fill(q, bias, x, w, plan, n, c, out, ang)
