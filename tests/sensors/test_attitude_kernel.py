@@ -4,6 +4,9 @@ samples, several sensors per class and the estimator off."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -94,3 +97,21 @@ def test_the_common_case_runs_one_compiled_call_per_branch():
     assert kernels == {"mahony6_outputs", "truth_outputs"}
     assert st.stage_names() == ["ProjectIntoRing", "ProjectIntoRing"]
     assert est.truth.now is state[truth_key(s.options)]  # the state's array, read where it lies
+
+
+def test_an_imu_without_an_estimator_runs_no_estimator_code():
+    """Issue 35's "nothing when off": a manager with an ``IMUSensor`` (no estimator) builds and steps on
+    both executors without loading the estimators or numba, and its capture is the IMU's own copy stage
+    (no projection)."""
+    code = (
+        "import sys, numpy as np, sensorgym as sg\n"
+        "for executor in ('numpy', 'torch'):\n"
+        "    mgr = sg.SensorManager(num_envs=4, dt=0.01, seed=0, executor=executor)\n"
+        "    s = mgr.add_sensor(sg.IMUOptions(body='torso', gyro_noise=0.01, update_period=0.02))\n"
+        "    state = {s.state_key: np.ones((4, 9), np.float32)}\n"
+        "    mgr.reset(state)\n"
+        "    for _ in range(5): mgr.step(state)\n"
+        "    assert 'ProjectIntoRing' not in mgr.storage(sg.IMUSensor).stage_names()\n"
+        "assert 'sensorgym.estimators' not in sys.modules and 'numba' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

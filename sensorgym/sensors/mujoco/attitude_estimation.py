@@ -139,10 +139,11 @@ class Estimation:
                 truth.load()
                 bias = truth.bias_rows if outputs.true_bias else outputs.zero_bias
                 outputs.fill(truth.rows, bias, data, out)
-        elif self.estimator is None:  # "none": the truth's rows, which the ground truth wrote this step
+        elif self.estimator is None:  # "none": the truth
             if kernel is not None:
-                kernel(*args)
+                kernel(truth.now, *args)
             else:
+                truth.load()
                 outputs.fill(truth.rows, outputs.zero_bias, data, out)
         else:
             reset = md.context.reset_mask
@@ -173,19 +174,18 @@ class Estimation:
         """The compiled call of a branch's step, ``(kernel, its arguments, data, out)`` for the branch
         buffer ``data`` and the ring slot ``out`` (numpy views made once; ``data`` and ``out`` kept, as
         their ids are the key), with kernel and arguments None where the op route runs. The ground truth's
-        kernel is ``truth_outputs``, called with the truth's array of the step first; the measured
-        branch's the fused update (``*_outputs``; with a take mask numpy can hand the kernel as it is),
-        or without an estimator the fill from the truth's rows the ground truth wrote."""
+        kernel is ``truth_outputs``, called with the truth's array of the step first (and so is the
+        measured branch's without an estimator); with one, the fused update (``*_outputs``; with a take
+        mask numpy can hand the kernel as it is)."""
         c = self.outputs.compiled
         if c is None or (is_measured and self.estimator is not None and self.fused is None):
             return None, None, data, out
         if not out.is_contiguous():
             return None, None, data, out
         (x, w), slot = c.samples(data), out.numpy()
-        if not is_measured or self.estimator is None:  # from the truth (its rows: this step's, see above)
+        if not is_measured or self.estimator is None:  # from the truth, called with the step's array first
             bias = (self.truth.bias_rows if not is_measured else self.outputs.zero_bias).numpy()
-            args = (self.truth.rows.numpy(), bias, x, w, c.plan, c.n, c.consts, slot, c.ang)
-            return (c.fill if is_measured else c.truth), args, data, out
+            return c.truth, (bias, x, w, c.plan, c.n, c.consts, slot, c.ang), data, out
         sampler, host = md.imperfections.sampler, self.state.host
         mask = host.mask if sampler is None else sampler.take.view(-1).numpy()
         if mask.shape != host.mask.shape or not mask.flags.c_contiguous:
@@ -225,7 +225,7 @@ class Estimation:
 
 class TruthInputs:
     """What the ground truth is computed from, per env and sensor: the IMU frame's true orientation this
-    step, ``now`` ``(B n, 4)``, and its rows ``rows`` ``(4, B n)`` (written by the ground truth's step), and
+    step, ``now`` ``(B n, 4)`` (and, for the op route, its rows ``rows`` ``(4, B n)``: :meth:`load`), and
     the gyroscope's true bias error (``bias`` ``(B, n 9)``, summed from the error terms when read;
     ``bias_rows``: its gyroscope rows ``(3, B n)``). ``now`` is the state's own array where one sensor's
     true orientation comes as a float32 numpy array in C order (what the sub-envs measure; read where it
@@ -270,10 +270,14 @@ class TruthInputs:
                 self.quat[:, j].copy_(torch.as_tensor(src))
         self.now = self.copied
 
-    def load(self) -> None:
-        """``rows`` from ``now`` on the executor's ops (the compiled route gathers them in its kernel)."""
+    def current(self) -> torch.Tensor:
+        """This step's true orientations ``(B n, 4)`` as a tensor (a view of ``now``)."""
         now = self.now
-        self.rows.copy_((now if type(now) is torch.Tensor else torch.from_numpy(now)).T)
+        return now if type(now) is torch.Tensor else torch.from_numpy(now)
+
+    def load(self) -> None:
+        """``rows`` from ``now`` (the op route's input; the compiled route reads ``now`` where it lies)."""
+        self.rows.copy_(self.current().T)
 
 
 class CompiledFill:
@@ -495,7 +499,7 @@ def initialize(md: Any, est: Estimation, acc: torch.Tensor, mag: torch.Tensor, r
     use = est.use_truth.expand(b, n).reshape(-1)
     est.estimator.initialize(est.state, acc, mag if est.magnetometer else None, mask=rows & ~use)
     if est.any_truth:
-        truth = est.truth.rows.T.to(torch.float64)  # this step's, written by the ground truth's step
+        truth = est.truth.current().to(torch.float64)  # this step's
         angle = est.axis.to(torch.float64).reshape(-1) * (2 * math.pi)
         half = est.init_error.expand(b, n).reshape(-1) / 2
         # a turn by the error about the world's horizontal axis (cos, sin, 0), then the truth

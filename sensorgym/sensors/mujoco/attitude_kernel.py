@@ -1,7 +1,7 @@
 """The compiled (numba) form of ``AttitudeSensor``'s step, one call per branch and step:
 
-* the ground truth (and the measured branch without an estimator): :func:`truth_outputs`, the true
-  orientations gathered into rows, then :func:`fill`;
+* the ground truth (and the measured branch without an estimator): :func:`truth_outputs`, the outputs
+  from the true orientations where they lie (the state's own array);
 * the measured branch with a built-in estimator: :func:`madgwick6_outputs` and the three others, the
   samples copied into the estimator state's rows (as ``AttitudeEstimator.update`` copies them), the
   estimator's own kernel from :mod:`sensorgym.estimators.kernels`, then :func:`fill`.
@@ -55,31 +55,34 @@ CONSTS = np.array([2.0, -2.0, 1.0, -1.0], dtype=np.float32)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _blocks(q, bias, x, w, plan, n, c, o, C, ang):
-    """Every block of ``plan`` into the flat slot ``o`` (rows of ``C``); see the module docstring. Inlined
-    with ``n``, ``C`` (and ``w``) constants where :func:`fill` knows them. Every offset of a block (its
-    sensor, its first column) is folded into the base of a view, so the loops index with constant strides
-    only."""
+def _blocks(qf, sk, sb, bias, x, w, plan, n, c, o, C, ang):
+    """Every block of ``plan`` into the flat slot ``o`` (rows of ``C``); see the module docstring. The
+    orientations are the flat ``qf``: component ``k`` of column ``r`` at ``qf[k sk + r sb]`` (rows
+    ``(4, B n)``: ``sk = B n``, ``sb = 1``; the truth's ``(B n, 4)``: ``sk = 1``, ``sb = 4``). Inlined with
+    ``n``, ``C`` and ``sb`` constants where the caller knows them. Every offset of a block (its sensor, its
+    first column) is folded into the base of a view, so the loops index with constant strides only."""
     two, mtwo, one, mone = c[0], c[1], c[2], c[3]
-    envs = q.shape[1] // n
+    envs = o.shape[0] // C
     for i in range(plan.shape[0]):
         kind, j, col = plan[i, 0], plan[i, 1], plan[i, 2]
         oc = o[col:]
-        q0r, q1r, q2r, q3r = q[0, j:], q[1, j:], q[2, j:], q[3, j:]  # sensor j's column of env b: b n
+        at = j * sb  # sensor j's column of env b: (b n) sb further
+        q0r, q1r, q2r, q3r = qf[at:], qf[sk + at :], qf[2 * sk + at :], qf[3 * sk + at :]
+        step = n * sb
         if kind == 0:  # R(q)^T [0, 0, -1]
             for b in range(envs):
-                q0, q1, q2, q3 = q0r[b * n], q1r[b * n], q2r[b * n], q3r[b * n]
+                q0, q1, q2, q3 = q0r[b * step], q1r[b * step], q2r[b * step], q3r[b * step]
                 oc[C * b] = (q0 * q2 - q1 * q3) * two
                 oc[C * b + 1] = (q2 * q3 + q0 * q1) * mtwo
                 oc[C * b + 2] = ((q1 * q1 + q2 * q2) - q0 * q0) - q3 * q3
         elif kind == 1:
             for b in range(envs):
-                oc[C * b], oc[C * b + 1] = q0r[b * n], q1r[b * n]
-                oc[C * b + 2], oc[C * b + 3] = q2r[b * n], q3r[b * n]
+                oc[C * b], oc[C * b + 1] = q0r[b * step], q1r[b * step]
+                oc[C * b + 2], oc[C * b + 3] = q2r[b * step], q3r[b * step]
         elif kind == 2:  # the arguments only: the executor's atan2 and asin finish them
             for b in range(envs):
                 r = b * n + j
-                q0, q1, q2, q3 = q0r[b * n], q1r[b * n], q2r[b * n], q3r[b * n]
+                q0, q1, q2, q3 = q0r[b * step], q1r[b * step], q2r[b * step], q3r[b * step]
                 ang[0, r] = (q0 * q1 + q2 * q3) * two
                 ang[1, r] = (q1 * q1 + q2 * q2) * mtwo + one
                 s = (q0 * q2 - q1 * q3) * two
@@ -106,22 +109,22 @@ def fill(
     out: np.ndarray,
     ang: np.ndarray,
 ) -> None:
-    """Every output block ``plan[i] = (output, sensor j, first column)`` of every env into ``out``, but
-    roll/pitch's, whose ``atan2`` arguments go to ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module
-    docstring). One loop over the envs per block: no branch inside it."""
-    o, C = out.reshape(-1), out.shape[1]
+    """Every output block ``plan[i] = (output, sensor j, first column)`` of every env into ``out`` from the
+    orientation rows ``q`` ``(4, B n)`` (C order), but roll/pitch's, whose ``atan2`` arguments go to
+    ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module docstring). One loop over the envs per
+    block: no branch inside it."""
+    qf, sk, o, C = q.reshape(-1), q.shape[1], out.reshape(-1), out.shape[1]
     if n == 1 and C == 3:  # one sensor reading one 3-vector (the projected gravity): constant strides
-        _blocks(q, bias, x, w, plan, 1, c, o, 3, ang)
+        _blocks(qf, sk, 1, bias, x, w, plan, 1, c, o, 3, ang)
     elif n == 1 and C == 4:
-        _blocks(q, bias, x, w, plan, 1, c, o, 4, ang)
+        _blocks(qf, sk, 1, bias, x, w, plan, 1, c, o, 4, ang)
     else:
-        _blocks(q, bias, x, w, plan, n, c, o, C, ang)
+        _blocks(qf, sk, 1, bias, x, w, plan, n, c, o, C, ang)
 
 
 @njit(cache=True, error_model="numpy")
 def truth_outputs(
     truth: np.ndarray,
-    rows: np.ndarray,
     bias: np.ndarray,
     x: np.ndarray,
     w: int,
@@ -131,13 +134,15 @@ def truth_outputs(
     out: np.ndarray,
     ang: np.ndarray,
 ) -> None:
-    """The true orientations ``truth`` ``(B n, 4)`` (C order: the state's own array, or the class's copy
-    of several sensors') into ``rows`` ``(4, B n)``, then :func:`fill` from them."""
-    t = truth.reshape(-1)
-    r0, r1, r2, r3 = rows[0], rows[1], rows[2], rows[3]
-    for r in range(r0.shape[0]):
-        r0[r], r1[r], r2[r], r3[r] = t[4 * r], t[4 * r + 1], t[4 * r + 2], t[4 * r + 3]
-    fill(rows, bias, x, w, plan, n, c, out, ang)
+    """:func:`fill` from the true orientations ``truth`` ``(B n, 4)`` (C order: the state's own array, or
+    the class's copy of several sensors'), read where they lie."""
+    qf, o, C = truth.reshape(-1), out.reshape(-1), out.shape[1]
+    if n == 1 and C == 3:
+        _blocks(qf, 1, 4, bias, x, w, plan, 1, c, o, 3, ang)
+    elif n == 1 and C == 4:
+        _blocks(qf, 1, 4, bias, x, w, plan, 1, c, o, 4, ang)
+    else:
+        _blocks(qf, 1, 4, bias, x, w, plan, n, c, o, C, ang)
 
 
 @njit(cache=True, error_model="numpy")
