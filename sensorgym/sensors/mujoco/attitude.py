@@ -47,7 +47,8 @@ import torch
 
 from ...core.options import option_error
 from ...core.randomization import Distribution
-from .attitude_estimation import OUTPUTS, Estimation, truth_key
+from .attitude_estimation import Estimation, truth_key
+from .attitude_outputs import OUTPUTS
 from .base import cached, mj_handles, name_to_id
 from .geometry import euler_to_matrix
 from .imu import IMUOptions, IMUSensor

@@ -9,7 +9,7 @@
 At ``B = 1`` every Python call between the pieces costs about as much as the piece (the op-by-op fill
 costs a numpy call per op, about 25 µs for the projected gravity and the rate, where the IMU's whole step
 costs 10-30 µs), hence one call. :func:`fill` does, per return column, the scalar operations the op route
-(:meth:`Outputs.fill <sensorgym.sensors.mujoco.attitude_estimation.Outputs.fill>`) does for that output,
+(:meth:`Outputs.fill <sensorgym.sensors.mujoco.attitude_outputs.Outputs.fill>`) does for that output,
 in the same order and with the same operands, in float32 (the constants come in a float32 array, so
 nothing is promoted to float64): the two routes give the same bits (tests/sensors/test_attitude_kernel.py),
 and the op route stays the reference (on CUDA, without numba, or with ``SENSORGYM_ESTIMATOR_KERNELS=0``).
