@@ -28,8 +28,9 @@ accelerometer, 3-5 the gyroscope, 6-8 the magnetometer. ``out`` is the ring's sl
 Speed. The loops vectorize only where their strides are known when they compile (the store stride ``C``,
 the sample stride ``w``, the sensor count ``n``): with them known at run time the compiler leaves the loops
 scalar, 3-4x slower at ``B = 4096`` (measured). So the kernels take the common case, one sensor per class
-and ``C`` of 3 or 4 (or ``w`` = 9), through branches where those are constants, and every other layout
-through the same code with them as variables.
+whose samples are its whole buffer (``w`` = 9) and ``C`` of 3 or 6, through branches where those are
+constants (:func:`_strides`, :func:`_load`), and every other layout through the same code with them as
+variables.
 """
 
 from __future__ import annotations
@@ -55,13 +56,14 @@ CONSTS = np.array([2.0, -2.0, 1.0, -1.0], dtype=np.float32)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _blocks(qf, sk, sb, bias, x, w, plan, n, c, o, C, ang):
-    """Every block of ``plan`` into the flat slot ``o`` (rows of ``C``); see the module docstring. The
-    orientations are the flat ``qf``: component ``k`` of column ``r`` at ``qf[k sk + r sb]`` (rows
-    ``(4, B n)``: ``sk = B n``, ``sb = 1``; the truth's ``(B n, 4)``: ``sk = 1``, ``sb = 4``). Inlined with
-    ``n``, ``C`` and ``sb`` constants where the caller knows them. Every offset of a block (its sensor, its
-    first column) is folded into the base of a view, so the loops index with constant strides only."""
-    two, mtwo, one, mone = c[0], c[1], c[2], c[3]
+def _blocks(qf, sk, sb, x, w, plan, n, c, o, C):
+    """The projected gravity, quaternion and rate blocks of ``plan`` into the flat slot ``o`` (rows of
+    ``C``); see the module docstring. The orientations are the flat ``qf``: component ``k`` of column ``r``
+    at ``qf[k sk + r sb]`` (rows ``(4, B n)``: ``sk = B n``, ``sb = 1``; the truth's ``(B n, 4)``:
+    ``sk = 1``, ``sb = 4``). Inlined with ``n``, ``w``, ``C`` and ``sb`` constants where the caller knows
+    them. Every offset of a block (its sensor, its first column) is folded into the base of a view, so the
+    loops index with constant strides only."""
+    two, mtwo = c[0], c[1]
     envs = o.shape[0] // C
     for i in range(plan.shape[0]):
         kind, j, col = plan[i, 0], plan[i, 1], plan[i, 2]
@@ -79,22 +81,46 @@ def _blocks(qf, sk, sb, bias, x, w, plan, n, c, o, C, ang):
             for b in range(envs):
                 oc[C * b], oc[C * b + 1] = q0r[b * step], q1r[b * step]
                 oc[C * b + 2], oc[C * b + 3] = q2r[b * step], q3r[b * step]
-        elif kind == 2:  # the arguments only: the executor's atan2 and asin finish them
+        elif kind == 4:
+            xj = x[9 * j + 3 :]  # sensor j's gyroscope
             for b in range(envs):
+                oc[C * b], oc[C * b + 1], oc[C * b + 2] = xj[w * b], xj[w * b + 1], xj[w * b + 2]
+
+
+@njit(cache=True, error_model="numpy")
+def _angle_and_bias_blocks(qf, sk, sb, bias, plan, n, c, out, ang):
+    """The roll/pitch blocks' ``atan2`` and ``asin`` arguments into ``ang`` (the executor's functions
+    finish them) and the bias blocks into ``out``; strides as variables (rarer outputs)."""
+    two, mtwo, one, mone = c[0], c[1], c[2], c[3]
+    for i in range(plan.shape[0]):
+        kind, j, col = plan[i, 0], plan[i, 1], plan[i, 2]
+        if kind == 2:
+            for b in range(out.shape[0]):
                 r = b * n + j
-                q0, q1, q2, q3 = q0r[b * step], q1r[b * step], q2r[b * step], q3r[b * step]
+                q0, q1, q2, q3 = qf[r * sb], qf[sk + r * sb], qf[2 * sk + r * sb], qf[3 * sk + r * sb]
                 ang[0, r] = (q0 * q1 + q2 * q3) * two
                 ang[1, r] = (q1 * q1 + q2 * q2) * mtwo + one
                 s = (q0 * q2 - q1 * q3) * two
                 ang[2, r] = mone if s < mone else (one if s > one else s)
         elif kind == 3:
-            b0r, b1r, b2r = bias[0, j:], bias[1, j:], bias[2, j:]
-            for b in range(envs):
-                oc[C * b], oc[C * b + 1], oc[C * b + 2] = b0r[b * n], b1r[b * n], b2r[b * n]
-        else:
-            xj = x[9 * j + 3 :]  # sensor j's gyroscope
-            for b in range(envs):
-                oc[C * b], oc[C * b + 1], oc[C * b + 2] = xj[w * b], xj[w * b + 1], xj[w * b + 2]
+            for b in range(out.shape[0]):
+                r = b * n + j
+                out[b, col], out[b, col + 1], out[b, col + 2] = bias[0, r], bias[1, r], bias[2, r]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _strides(qf, sk, sb, bias, x, w, plan, n, c, out, ang):
+    """:func:`_blocks` into ``out``, with the strides constant in the common case: one sensor (``n`` = 1)
+    whose samples are its whole buffer (``w`` = 9), reading 3 or 6 columns (the projected gravity, with
+    the rate); then the roll/pitch and bias blocks. ``sb`` is a constant at every call."""
+    o, C = out.reshape(-1), out.shape[1]
+    if n == 1 and w == 9 and C == 3:
+        _blocks(qf, sk, sb, x, 9, plan, 1, c, o, 3)
+    elif n == 1 and w == 9 and C == 6:
+        _blocks(qf, sk, sb, x, 9, plan, 1, c, o, 6)
+    else:
+        _blocks(qf, sk, sb, x, w, plan, n, c, o, C)
+    _angle_and_bias_blocks(qf, sk, sb, bias, plan, n, c, out, ang)
 
 
 @njit(cache=True, error_model="numpy")
@@ -113,13 +139,7 @@ def fill(
     orientation rows ``q`` ``(4, B n)`` (C order), but roll/pitch's, whose ``atan2`` arguments go to
     ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module docstring). One loop over the envs per
     block: no branch inside it."""
-    qf, sk, o, C = q.reshape(-1), q.shape[1], out.reshape(-1), out.shape[1]
-    if n == 1 and C == 3:  # one sensor reading one 3-vector (the projected gravity): constant strides
-        _blocks(qf, sk, 1, bias, x, w, plan, 1, c, o, 3, ang)
-    elif n == 1 and C == 4:
-        _blocks(qf, sk, 1, bias, x, w, plan, 1, c, o, 4, ang)
-    else:
-        _blocks(qf, sk, 1, bias, x, w, plan, n, c, o, C, ang)
+    _strides(q.reshape(-1), q.shape[1], 1, bias, x, w, plan, n, c, out, ang)
 
 
 @njit(cache=True, error_model="numpy")
@@ -136,13 +156,7 @@ def truth_outputs(
 ) -> None:
     """:func:`fill` from the true orientations ``truth`` ``(B n, 4)`` (C order: the state's own array, or
     the class's copy of several sensors'), read where they lie."""
-    qf, o, C = truth.reshape(-1), out.reshape(-1), out.shape[1]
-    if n == 1 and C == 3:
-        _blocks(qf, 1, 4, bias, x, w, plan, 1, c, o, 3, ang)
-    elif n == 1 and C == 4:
-        _blocks(qf, 1, 4, bias, x, w, plan, 1, c, o, 4, ang)
-    else:
-        _blocks(qf, 1, 4, bias, x, w, plan, n, c, o, C, ang)
+    _strides(truth.reshape(-1), 1, 4, bias, x, w, plan, n, c, out, ang)
 
 
 @njit(cache=True, error_model="numpy")

@@ -92,7 +92,8 @@ class Outputs:
                for _ in range(OUTPUTS[o])]  # fmt: skip
         self.noise_std = torch.tensor(std, dtype=torch.float32, device=md.device).expand(b, -1)
         self.noise = torch.zeros(b, len(cols), dtype=torch.float32, device=md.device) if any(std) else None
-        self.zero_bias = torch.zeros(3, b * n, dtype=torch.float32, device=md.device)
+        # laid out as the true bias rows are ((3, B n), a column stride of 3): one compiled kernel serves both
+        self.zero_bias = torch.zeros(b * n, 3, dtype=torch.float32, device=md.device).T
         #: the compiled route (attitude_kernel) on CPU memory where numba is there; else the ops below
         self.compiled = CompiledFill(md, self.table) if _kernel(md.device) is not None else None
         self._views: dict[tuple, tuple] = {}
