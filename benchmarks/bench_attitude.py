@@ -2,7 +2,9 @@
 plain ``IMUSensor`` with the same options, the same state and manager settings, and against the same
 ``AttitudeSensor`` with ``estimator="none"`` (its outputs from the truth: what the estimator itself adds)
 (issue 35's budget: at most 25% of the IMU's step at B = 1 and B = 4096; nothing when off, since an
-``IMUSensor`` carries no estimator code at all).
+``IMUSensor`` carries no estimator code at all). A fourth arm, "projection only", is the IMU projected to
+three columns by a ``_post_process`` that writes nothing: the engine's share of what any projected sensor
+costs.
 
 For each batch size B and executor: ``SensorManager(num_envs=B, dt=0.02)`` with one ``IMUOptions(body=
 "torso", acc_noise=0.05, gyro_noise=0.01, mag_noise=0.1)``, and the same with ``AttitudeOptions`` (6-axis
@@ -25,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -35,6 +38,27 @@ from sensorgym.sensors.mujoco.attitude import truth_key
 from sensorgym.sensors.mujoco.base import state_key
 
 IMU = dict(body="torso", acc_noise=0.05, gyro_noise=0.01, mag_noise=0.1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectionOnlyOptions(sg.IMUOptions):
+    """An IMU projected to three columns by a hook that writes nothing: what the engine's projection path
+    costs any post-processed sensor (the ``AttitudeSensor`` pays it too)."""
+
+
+class ProjectionOnly(sg.IMUSensor):
+    options_cls = ProjectionOnlyOptions
+    projection_depth = 1  # as AttitudeSensor
+
+    def _get_intermediate_format(self) -> tuple:
+        return ((3,), (3,), (3,))
+
+    def _get_return_format(self) -> tuple:
+        return (3,)
+
+    @classmethod
+    def _post_process(cls, md, data, timeline, *, is_measured):
+        return timeline.at(0)
 
 
 def manager(b: int, executor: str, options: sg.IMUOptions) -> tuple[sg.SensorManager, dict]:
@@ -63,7 +87,7 @@ def per_step(mgr: sg.SensorManager, state: dict, seconds: float) -> float:
             return (time.perf_counter() - start) / n
 
 
-ARMS = ("imu", "none", "madgwick", "mahony")
+ARMS = ("imu", "projection", "none", "madgwick", "mahony")
 
 
 def measure(b: int, executor: str, args: argparse.Namespace) -> dict[str, float]:
@@ -71,6 +95,7 @@ def measure(b: int, executor: str, args: argparse.Namespace) -> dict[str, float]
     outputs = tuple(args.outputs)
     arms = {
         "imu": manager(b, executor, sg.IMUOptions(**IMU)),
+        "projection": manager(b, executor, ProjectionOnlyOptions(**IMU)),
         "none": manager(b, executor, sg.AttitudeOptions(**IMU, estimator="none", outputs=outputs)),
         "madgwick": manager(b, executor, sg.AttitudeOptions(**IMU, outputs=outputs)),
         "mahony": manager(b, executor, sg.AttitudeOptions(**IMU, estimator="mahony", outputs=outputs)),
@@ -125,10 +150,11 @@ def main() -> None:
     how = f"median over {args.processes} processes of the " if args.processes > 1 else ""
     print(f"route: {route}; outputs {args.outputs}; {how}best of {args.rounds} rounds, interleaved; 1 thread")
     print(
-        "| B | executor | IMU step (µs) | attitude outputs, no estimator (µs) | added | + Madgwick (µs) "
-        "| added | + Mahony (µs) | added | the estimator alone: Madgwick, Mahony (% of the IMU step) |"
+        "| B | executor | IMU step (µs) | projection only (µs) | added | attitude outputs, no estimator (µs) "
+        "| added | + Madgwick (µs) | added | + Mahony (µs) | added "
+        "| the estimator alone: Madgwick, Mahony (% of the IMU step) |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     if args.processes > 1:
         for (b, executor), best in in_processes(args).items():
             print(row(b, executor, best), flush=True)
