@@ -19,11 +19,12 @@ def test_the_median_over_processes_and_the_estimators_own_share():
     assert "median over 2 processes" in done.stdout
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("| 1 | numpy |")]
     cells = [c.strip() for c in line.strip("|").split("|")]
-    imu, none, madgwick, mahony = (float(cells[i]) for i in (2, 3, 5, 7))
-    assert imu > 0 and all(t > imu * 0.5 for t in (none, madgwick, mahony)), line
+    imu, projection, none, madgwick, mahony = (float(cells[i]) for i in (2, 3, 5, 7, 9))
+    assert imu > 0 and all(t > imu * 0.5 for t in (projection, none, madgwick, mahony)), line
     # each share is computed from the unrounded medians: within the rounding of the printed ones
-    for time, share in ((none, cells[4]), (madgwick, cells[6]), (mahony, cells[8])):
+    arms = ((projection, cells[4]), (none, cells[6]), (madgwick, cells[8]), (mahony, cells[10]))
+    for time, share in arms:
         assert abs(float(share.rstrip("%")) - (time / imu - 1) * 100) <= 1.5, line
-    alone = [float(x) for x in re.findall(r"[+-]\d+", cells[9])]
+    alone = [float(x) for x in re.findall(r"[+-]\d+", cells[11])]
     for time, share in zip((madgwick, mahony), alone, strict=True):
         assert abs(share - (time - none) / imu * 100) <= 1.5, line
