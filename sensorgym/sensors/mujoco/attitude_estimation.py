@@ -120,7 +120,7 @@ class Estimation:
         if not is_measured:
             if outputs.true_bias:
                 true_gyro_bias(md, truth.bias)
-            if kernel is not None:  # the truth's rows and outputs: one compiled call
+            if kernel is not None:  # the outputs from the truth where it lies: one compiled call
                 kernel(truth.now, *args)
             else:
                 truth.load()
