@@ -40,22 +40,13 @@ class CompiledFill:
                 plan.append((_FULL.index(o), j, col))
                 col += OUTPUTS[o]
         self.plan = np.array(plan, dtype=np.int64).reshape(-1, 3)
-        self.table = table
-        self._view_table()
+        self.view(table)
 
-    def _view_table(self) -> None:
-        table = self.table
+    def view(self, table: torch.Tensor) -> None:
+        """Where in ``table`` (the outputs' ``(15, B n)`` rows) roll/pitch's arguments and angles go; again
+        by the table's owner after a copy (a numpy view copied along would be an array of its own)."""
         self.ang, self.angles = table.numpy()[:3], table[3:5]
         self.angles_host = table.numpy()[3:5]
-
-    def __getstate__(self) -> dict:
-        """A copy (deepcopy, pickle) views its own table again: a numpy view copied along would be an
-        array of its own, which the kernel would write and the outputs never read."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("ang", "angles_host")}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._view_table()
 
     @staticmethod
     def samples(data: torch.Tensor) -> tuple[np.ndarray, int]:
@@ -102,6 +93,11 @@ class Outputs:
     def __getstate__(self) -> dict:
         """A copy makes its own views (those cached here view the original's memory)."""
         return {**self.__dict__, "_views": {}, "_host": {}}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.compiled is not None:
+            self.compiled.view(self.table)
 
     def _view(self, t: torch.Tensor, host: bool) -> Any:
         """``t`` as a numpy array (``host``: for the kernel) or an array of the executor; made once per
