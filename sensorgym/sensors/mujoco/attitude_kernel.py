@@ -202,34 +202,46 @@ def _load(x, w, S, n, bn, rg, ra, rm, magnetometer):
         _copy_in(x, w, S, n, bn, rg, ra, rm, magnetometer)
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _update_and_fill(kind, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+    """The samples ``x`` into the state ``S``, the estimator's update (``kind``, a constant at every call:
+    0 Madgwick 6-axis, 1 Madgwick 9-axis, 2 Mahony 6-axis, 3 Mahony 9-axis; envs where ``masked`` and not
+    ``mask``: held), then :func:`fill` from its rows ``q`` and ``bias`` (views of ``S``)."""
+    nine = kind == 1 or kind == 3
+    if kind < 2:
+        _load(x, w, S, n, q.shape[1], _MG, _MA, _MM, nine)
+    else:
+        _load(x, w, S, n, q.shape[1], _HG, _HA, _HM, nine)
+    if kind == 0:
+        madgwick6(S, consts, mask, masked)
+    elif kind == 1:
+        madgwick9(S, consts, mask, masked)
+    elif kind == 2:
+        mahony6(S, consts, mask, masked)
+    else:
+        mahony9(S, consts, mask, masked)
+    fill(q, bias, x, w, plan, n, c, out, ang)
+
+
 @njit(cache=True, error_model="numpy")
 def madgwick6_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
-    """Madgwick 6-axis: the samples ``x`` into the state ``S``, its update (envs where ``masked`` and not
-    ``mask``: held), then :func:`fill` from its rows ``q`` and ``bias`` (views of ``S``)."""
-    _load(x, w, S, n, q.shape[1], _MG, _MA, _MM, False)
-    madgwick6(S, consts, mask, masked)
-    fill(q, bias, x, w, plan, n, c, out, ang)
+    """Madgwick 6-axis: samples in, update, outputs out (see :func:`_update_and_fill`)."""
+    _update_and_fill(0, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang)
 
 
 @njit(cache=True, error_model="numpy")
 def madgwick9_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
-    """Madgwick 9-axis; see :func:`madgwick6_outputs`."""
-    _load(x, w, S, n, q.shape[1], _MG, _MA, _MM, True)
-    madgwick9(S, consts, mask, masked)
-    fill(q, bias, x, w, plan, n, c, out, ang)
+    """Madgwick 9-axis (see :func:`_update_and_fill`)."""
+    _update_and_fill(1, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang)
 
 
 @njit(cache=True, error_model="numpy")
 def mahony6_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
-    """Mahony 6-axis; see :func:`madgwick6_outputs`."""
-    _load(x, w, S, n, q.shape[1], _HG, _HA, _HM, False)
-    mahony6(S, consts, mask, masked)
-    fill(q, bias, x, w, plan, n, c, out, ang)
+    """Mahony 6-axis (see :func:`_update_and_fill`)."""
+    _update_and_fill(2, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang)
 
 
 @njit(cache=True, error_model="numpy")
 def mahony9_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
-    """Mahony 9-axis; see :func:`madgwick6_outputs`."""
-    _load(x, w, S, n, q.shape[1], _HG, _HA, _HM, True)
-    mahony9(S, consts, mask, masked)
-    fill(q, bias, x, w, plan, n, c, out, ang)
+    """Mahony 9-axis (see :func:`_update_and_fill`)."""
+    _update_and_fill(3, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang)
