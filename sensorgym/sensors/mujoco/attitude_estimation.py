@@ -227,14 +227,15 @@ class TruthInputs:
         self._view_quat()
 
     def _view_quat(self) -> None:
-        # written from the sub-envs' numpy arrays: through a numpy view where the memory is the CPU's
-        self.host = self.quat.numpy() if self.quat.device.type == "cpu" else None
-        self.copied = self.host.reshape(-1, 4) if self.host is not None else self.quat.view(-1, 4)
+        # ``quat`` as (B n, 4): written from the sub-envs' numpy arrays through a numpy view where the memory
+        # is the CPU's (sensor j of env b is row b n + j)
+        flat = self.quat.view(-1, 4)
+        self.copied = flat.numpy() if flat.device.type == "cpu" else flat
         self.now: Any = self.copied
 
     def __getstate__(self) -> dict:
         """A copy views its own memory again (and holds no state array of the original's step)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("host", "copied", "now")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("copied", "now")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -243,16 +244,17 @@ class TruthInputs:
     def take(self, state: Any, keys: list[str]) -> None:
         """This step's true orientations, ``state[key]`` of each sensor's key: read where they lie (one
         sensor, a float32 numpy array in C order) or copied into ``quat``."""
-        host = self.host
-        if host is not None and len(keys) == 1:
+        copied, n = self.copied, len(keys)
+        on_cpu = type(copied) is np.ndarray
+        if on_cpu and n == 1:
             src = state[keys[0]]
             if type(src) is np.ndarray and src.dtype == np.float32 and src.flags.c_contiguous:
                 self.now = src
                 return
         for j, key in enumerate(keys):
             src = state[key]
-            if type(src) is np.ndarray and host is not None:
-                np.copyto(host[:, j], src)
+            if type(src) is np.ndarray and on_cpu:
+                np.copyto(copied[j::n], src)
             else:
                 self.quat[:, j].copy_(torch.as_tensor(src))
         self.now = self.copied
