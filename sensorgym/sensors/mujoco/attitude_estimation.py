@@ -115,20 +115,20 @@ class Estimation:
         bound = self._calls.get(key)
         if bound is None:
             bound = self._calls[key] = self._bind_call(md, data, out, is_measured)
-        kernel, args = bound[0], bound[1]
+        kernel, table = bound[0], bound[1]
         outputs, truth = self.outputs, self.truth
         if not is_measured:
             if outputs.true_bias:
                 true_gyro_bias(md, truth.bias)
             if kernel is not None:  # the outputs from the truth where it lies: one compiled call
-                kernel(truth.now, *args)
+                kernel(truth.now, table)
             else:
                 truth.load()
                 bias = truth.bias_rows if outputs.true_bias else outputs.zero_bias
                 outputs.fill(truth.rows, bias, data, out)
         elif self.estimator is None:  # "none": the truth
             if kernel is not None:
-                kernel(truth.now, *args)
+                kernel(truth.now, table)
             else:
                 truth.load()
                 outputs.fill(truth.rows, outputs.zero_bias, data, out)
@@ -138,7 +138,7 @@ class Estimation:
                 parts = self.bind(md, data)[4]
                 initialize(md, self, parts[0], parts[2], reset[:, None].expand(self.b, self.n).reshape(-1))
             if kernel is not None and _dispatch.enabled:  # samples in, update, outputs out: one call
-                kernel(*args)
+                kernel(table)
             else:
                 acc, gyr, mag, take, parts = self.bind(md, data)
                 self.estimator.update(self.state, gyr, acc, mag if self.magnetometer else None, take)
@@ -146,7 +146,7 @@ class Estimation:
                 outputs.fill(rows["q"], rows.get("bias", outputs.zero_bias), data, out)
                 return self._noise(md, out)
         if kernel is not None and outputs.angles:
-            outputs.finish_angles(args[-2])
+            outputs.finish_angles(bound[2])
         return self._noise(md, out) if is_measured else out
 
     def _noise(self, md: Any, out: torch.Tensor) -> torch.Tensor:
@@ -158,30 +158,30 @@ class Estimation:
         return out
 
     def _bind_call(self, md: Any, data: torch.Tensor, out: torch.Tensor, is_measured: bool) -> tuple:
-        """The compiled call of a branch's step, ``(kernel, its arguments, data, out)`` for the branch
-        buffer ``data`` and the ring slot ``out`` (numpy views made once; ``data`` and ``out`` kept, as
-        their ids are the key), with kernel and arguments None where the op route runs. The ground truth's
-        kernel is ``truth_outputs``, called with the truth's array of the step first (and so is the
+        """The compiled call of a branch's step, ``(kernel, its table, the slot's array, the table's
+        owner, data, out)`` for the branch buffer ``data`` and the ring slot ``out`` (made once; ``data``
+        and ``out`` kept, as their ids are the key), with kernel None where the op route runs. The ground
+        truth's kernel is ``truth_outputs``, called with the truth's array of the step first (and so is the
         measured branch's without an estimator); with one, the fused update (``*_outputs``; with a take
         mask numpy can hand the kernel as it is)."""
         c = self.outputs.compiled
+        op_route = (None, None, None, None, data, out)
         if c is None or (is_measured and self.estimator is not None and self.fused is None):
-            return None, None, data, out
+            return op_route
         if not out.is_contiguous():
-            return None, None, data, out
-        (x, w), slot = c.samples(data), out.numpy()
+            return op_route
+        slot = out.numpy()
         if not is_measured or self.estimator is None:  # from the truth, called with the step's array first
             bias = (self.truth.bias_rows if not is_measured else self.outputs.zero_bias).numpy()
-            return c.truth, (bias, x, w, c.plan, c.n, c.consts, slot, c.ang), data, out
+            table = c.table(data, slot, bias)
+            return c.truth, table.table, slot, table, data, out
         sampler, host = md.imperfections.sampler, self.state.host
         mask = host.mask if sampler is None else sampler.take.view(-1).numpy()
         if mask.shape != host.mask.shape or not mask.flags.c_contiguous:
-            return None, None, data, out
-        tensors = self.state.tensors
-        q, bias = tensors["q"].numpy(), tensors.get("bias", self.outputs.zero_bias).numpy()
-        masked = sampler is not None
-        args = (x, w, host.storage, self.consts, mask, masked, c.n, q, bias, c.plan, c.consts, slot, c.ang)
-        return self.fused, args, data, out
+            return op_route
+        bias = self.state.tensors.get("bias", self.outputs.zero_bias).numpy()
+        table = c.table(data, slot, bias, host.storage, self.consts, mask, sampler is not None)
+        return self.fused, table.table, slot, table, data, out
 
     def bind(self, md: Any, data: torch.Tensor) -> tuple:
         """The samples of ``data`` ``(B, n * 9)`` (the measured or the true working buffer) as ``(B n, 3)``

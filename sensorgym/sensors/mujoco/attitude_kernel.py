@@ -31,17 +31,32 @@ scalar, 3-4x slower at ``B = 4096`` (measured). So the kernels take the common c
 whose samples are its whole buffer (``w`` = 9) and ``C`` of 3 or 6, through branches where those are
 constants (:func:`_strides`, :func:`_load`), and every other layout through the same code with them as
 variables.
+
+Calls. A step calls its kernel with one argument, the branch's ``table`` (its :class:`Table`: the
+addresses and sizes of every buffer it reads and writes, made once per branch buffer and ring slot), plus
+the true orientations, which are the state's own array and so a new one each step. numba's dispatch of a
+call costs about 0.05 µs per array argument (it types and unboxes each): the 13 arrays the measured branch
+works on cost 0.8 µs a call at ``B = 1``, where one table costs 0.14 µs (measured), while the kernel's own
+work there is under 0.3 µs. Inside, :func:`_f32` views each buffer from its address as a C-ordered array,
+which is what the array form indexed (flat views of contiguous buffers), so the compiled loops are the
+same. The table holds addresses only: its owner (:meth:`Table.__init__`'s caller keeps it with the arrays
+it was made from) keeps the memory alive.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from numba import njit
+from numba import carray, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ...estimators.kernels import MADGWICK_ROWS, MAHONY_ROWS, madgwick6, madgwick9, mahony6, mahony9
 
 __all__ = [
     "CONSTS",
+    "Table",
     "fill",
     "madgwick6_outputs",
     "madgwick9_outputs",
@@ -53,6 +68,68 @@ __all__ = [
 
 #: the float32 constants the kernel reads: 2, -2, 1, -1
 CONSTS = np.array([2.0, -2.0, 1.0, -1.0], dtype=np.float32)
+
+# a table's slots (int64): envs B, sensors n, the samples (address, row stride w), the plan (address, rows),
+# the fill's constants, the slot (address, columns C), ang, the bias (address, component and column
+# strides), the estimator's state (address, size), its constants, the take mask, whether it applies
+ENVS, N, X, W, PLAN, PLAN_ROWS, FILL_CONSTS, OUT, COLS, ANG, BIAS, BIAS_K, BIAS_R = range(13)
+STATE, STATE_SIZE, EST_CONSTS, MASK, MASKED = range(13, 18)
+SLOTS = 18
+
+
+class Table:
+    """A branch's kernel arguments as one int64 array of addresses and sizes (see the module docstring),
+    keeping the arrays it was made from (so their memory outlives the table).
+
+    Args:
+        x, w: the samples, a flat float32 view of the branch's ``(B, 9 n)`` buffer, and its row stride.
+        plan, n, out, ang: the output plan, the sensor count, the ring's slot ``(B, C)``, roll/pitch's
+            arguments ``(3, B n)`` (float32, C order).
+        bias: the ``(3, B n)`` float32 bias rows (any strides, over contiguous memory).
+        state, consts, mask, masked: the estimator's flat storage, its constants, the take mask ``(B n,)``
+            and whether the mask applies (the measured branch with an estimator; else None).
+    """
+
+    def __init__(self, x: np.ndarray, w: int, plan: np.ndarray, n: int, out: np.ndarray, ang: np.ndarray,
+                 bias: np.ndarray, state: Any = None, consts: Any = None, mask: Any = None,
+                 masked: bool = False) -> None:  # fmt: skip
+        arrays = [(x, np.float32), (plan, np.int64), (out, np.float32), (ang, np.float32)]
+        if state is not None:
+            arrays += [(state, np.float32), (consts, np.float32), (mask, np.bool_)]
+        # the kernel views each buffer from its address alone: anything else would be read out of bounds
+        if any(a.dtype != dtype or not a.flags.c_contiguous for a, dtype in arrays) or (
+            bias.dtype != np.float32 or bias.shape != (3, ang.shape[1]) or ang.shape[0] != 3
+            or (state is not None and (mask.shape != (ang.shape[1],) or consts.shape != (6,)))
+        ):  # fmt: skip
+            raise ValueError("attitude_kernel.Table: a buffer of another dtype, shape or layout")
+        t = np.zeros(SLOTS, dtype=np.int64)
+        t[ENVS], t[N], t[X], t[W] = out.shape[0], n, x.ctypes.data, w
+        t[PLAN], t[PLAN_ROWS], t[FILL_CONSTS] = plan.ctypes.data, plan.shape[0], CONSTS.ctypes.data
+        t[OUT], t[COLS], t[ANG] = out.ctypes.data, out.shape[1], ang.ctypes.data
+        t[BIAS], t[BIAS_K], t[BIAS_R] = bias.ctypes.data, bias.strides[0] // 4, bias.strides[1] // 4
+        if state is not None:
+            t[STATE], t[STATE_SIZE], t[EST_CONSTS] = state.ctypes.data, state.size, consts.ctypes.data
+            t[MASK], t[MASKED] = mask.ctypes.data, masked
+        self.table = t
+        self._keep = (x, plan, out, ang, bias, state, consts, mask)
+
+
+@intrinsic
+def _pointer(typingctx: Any, address: Any) -> Any:
+    """An int64 address as a pointer (what ``carray`` views)."""
+    if address != types.int64:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+    return types.voidptr(types.int64), codegen
+
+
+@njit(cache=True, inline="always")
+def _f32(t, slot, size):
+    """The float32 buffer at ``t[slot]`` as a flat C-ordered array of ``size``."""
+    return carray(_pointer(t[slot]), (size,), np.float32)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -88,75 +165,66 @@ def _blocks(qf, sk, sb, x, w, plan, n, c, o, C):
 
 
 @njit(cache=True, error_model="numpy")
-def _angle_and_bias_blocks(qf, sk, sb, bias, plan, n, c, out, ang):
-    """The roll/pitch blocks' ``atan2`` and ``asin`` arguments into ``ang`` (the executor's functions
-    finish them) and the bias blocks into ``out``; strides as variables (rarer outputs)."""
+def _angle_and_bias_blocks(qf, sk, sb, bias, bk, br, plan, n, c, o, C, ang):
+    """The roll/pitch blocks' ``atan2`` and ``asin`` arguments into ``ang`` (flat ``(3, B n)``; the
+    executor's functions finish them) and the bias blocks into ``o`` (component ``k`` of column ``r`` at
+    ``bias[k bk + r br]``); strides as variables (rarer outputs)."""
     two, mtwo, one, mone = c[0], c[1], c[2], c[3]
+    envs = o.shape[0] // C
+    bn = envs * n
     for i in range(plan.shape[0]):
         kind, j, col = plan[i, 0], plan[i, 1], plan[i, 2]
         if kind == 2:
-            for b in range(out.shape[0]):
+            for b in range(envs):
                 r = b * n + j
                 q0, q1, q2, q3 = qf[r * sb], qf[sk + r * sb], qf[2 * sk + r * sb], qf[3 * sk + r * sb]
-                ang[0, r] = (q0 * q1 + q2 * q3) * two
-                ang[1, r] = (q1 * q1 + q2 * q2) * mtwo + one
+                ang[r] = (q0 * q1 + q2 * q3) * two
+                ang[bn + r] = (q1 * q1 + q2 * q2) * mtwo + one
                 s = (q0 * q2 - q1 * q3) * two
-                ang[2, r] = mone if s < mone else (one if s > one else s)
+                ang[2 * bn + r] = mone if s < mone else (one if s > one else s)
         elif kind == 3:
-            for b in range(out.shape[0]):
+            for b in range(envs):
                 r = b * n + j
-                out[b, col], out[b, col + 1], out[b, col + 2] = bias[0, r], bias[1, r], bias[2, r]
+                o[C * b + col], o[C * b + col + 1] = bias[r * br], bias[bk + r * br]
+                o[C * b + col + 2] = bias[2 * bk + r * br]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _strides(qf, sk, sb, bias, x, w, plan, n, c, out, ang):
-    """:func:`_blocks` into ``out``, with the strides constant in the common case: one sensor (``n`` = 1)
+def _fill(qf, sk, sb, t):
+    """Every output block of the table's plan from the flat orientations ``qf`` (strides ``sk``, ``sb``:
+    see :func:`_blocks`) into its slot, the strides constant in the common case: one sensor (``n`` = 1)
     whose samples are its whole buffer (``w`` = 9), reading 3 or 6 columns (the projected gravity, with
     the rate); then the roll/pitch and bias blocks. ``sb`` is a constant at every call."""
-    o, C = out.reshape(-1), out.shape[1]
+    envs, n, w, C = t[ENVS], t[N], t[W], t[COLS]
+    bn = envs * n
+    x = _f32(t, X, (envs - 1) * w + 9 * n)
+    plan = carray(_pointer(t[PLAN]), (t[PLAN_ROWS], 3), np.int64)
+    c, o = _f32(t, FILL_CONSTS, 4), _f32(t, OUT, envs * C)
     if n == 1 and w == 9 and C == 3:
         _blocks(qf, sk, sb, x, 9, plan, 1, c, o, 3)
     elif n == 1 and w == 9 and C == 6:
         _blocks(qf, sk, sb, x, 9, plan, 1, c, o, 6)
     else:
         _blocks(qf, sk, sb, x, w, plan, n, c, o, C)
-    _angle_and_bias_blocks(qf, sk, sb, bias, plan, n, c, out, ang)
+    bk, br = t[BIAS_K], t[BIAS_R]
+    bias = _f32(t, BIAS, 2 * bk + (bn - 1) * br + 1)
+    _angle_and_bias_blocks(qf, sk, sb, bias, bk, br, plan, n, c, o, C, _f32(t, ANG, 3 * bn))
 
 
 @njit(cache=True, error_model="numpy")
-def fill(
-    q: np.ndarray,
-    bias: np.ndarray,
-    x: np.ndarray,
-    w: int,
-    plan: np.ndarray,
-    n: int,
-    c: np.ndarray,
-    out: np.ndarray,
-    ang: np.ndarray,
-) -> None:
-    """Every output block ``plan[i] = (output, sensor j, first column)`` of every env into ``out`` from the
-    orientation rows ``q`` ``(4, B n)`` (C order), but roll/pitch's, whose ``atan2`` arguments go to
-    ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module docstring). One loop over the envs per
+def fill(q: np.ndarray, t: np.ndarray) -> None:
+    """Every output block ``plan[i] = (output, sensor j, first column)`` of every env into the table's slot
+    from the orientation rows ``q`` ``(4, B n)`` (C order), but roll/pitch's, whose ``atan2`` arguments go
+    to ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module docstring). One loop over the envs per
     block: no branch inside it."""
-    _strides(q.reshape(-1), q.shape[1], 1, bias, x, w, plan, n, c, out, ang)
+    _fill(q.reshape(-1), q.shape[1], 1, t)
 
 
 @njit(cache=True, error_model="numpy")
-def truth_outputs(
-    truth: np.ndarray,
-    bias: np.ndarray,
-    x: np.ndarray,
-    w: int,
-    plan: np.ndarray,
-    n: int,
-    c: np.ndarray,
-    out: np.ndarray,
-    ang: np.ndarray,
-) -> None:
+def truth_outputs(truth: np.ndarray, t: np.ndarray) -> None:
     """:func:`fill` from the true orientations ``truth`` ``(B n, 4)`` (C order: the state's own array, or
     the class's copy of several sensors'), read where they lie."""
-    _strides(truth.reshape(-1), 1, 4, bias, x, w, plan, n, c, out, ang)
+    _fill(truth.reshape(-1), 1, 4, t)
 
 
 @njit(cache=True, error_model="numpy")
@@ -171,8 +239,8 @@ def scatter(angles: np.ndarray, plan: np.ndarray, n: int, out: np.ndarray) -> No
 
 
 # ---- the measured branch with a built-in estimator: samples in, update, outputs out, in one call --------
-_MG, _MA, _MM = MADGWICK_ROWS["g"], MADGWICK_ROWS["a"], MADGWICK_ROWS["m"]
-_HG, _HA, _HM = MAHONY_ROWS["g"], MAHONY_ROWS["a"], MAHONY_ROWS["m"]
+_MG, _MA, _MM, _MQ = MADGWICK_ROWS["g"], MADGWICK_ROWS["a"], MADGWICK_ROWS["m"], MADGWICK_ROWS["q"]
+_HG, _HA, _HM, _HQ = MAHONY_ROWS["g"], MAHONY_ROWS["a"], MAHONY_ROWS["m"], MAHONY_ROWS["q"]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -203,15 +271,22 @@ def _load(x, w, S, n, bn, rg, ra, rm, magnetometer):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _update_and_fill(kind, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
-    """The samples ``x`` into the state ``S``, the estimator's update (``kind``, a constant at every call:
-    0 Madgwick 6-axis, 1 Madgwick 9-axis, 2 Mahony 6-axis, 3 Mahony 9-axis; envs where ``masked`` and not
-    ``mask``: held), then :func:`fill` from its rows ``q`` and ``bias`` (views of ``S``)."""
+def _update_and_fill(kind, t):
+    """The samples into the state, the estimator's update (``kind``, a constant at every call: 0 Madgwick
+    6-axis, 1 Madgwick 9-axis, 2 Mahony 6-axis, 3 Mahony 9-axis; envs where the mask applies and is False:
+    held), then the outputs from its quaternion rows (the table's ``BIAS``: Mahony's bias rows, or zeros)."""
+    envs, n, w = t[ENVS], t[N], t[W]
+    bn = envs * n
+    x, S = _f32(t, X, (envs - 1) * w + 9 * n), _f32(t, STATE, t[STATE_SIZE])
+    consts, mask = _f32(t, EST_CONSTS, 6), carray(_pointer(t[MASK]), (bn,), np.bool_)
     nine = kind == 1 or kind == 3
     if kind < 2:
-        _load(x, w, S, n, q.shape[1], _MG, _MA, _MM, nine)
+        _load(x, w, S, n, bn, _MG, _MA, _MM, nine)
+        rq = _MQ
     else:
-        _load(x, w, S, n, q.shape[1], _HG, _HA, _HM, nine)
+        _load(x, w, S, n, bn, _HG, _HA, _HM, nine)
+        rq = _HQ
+    masked = t[MASKED] != 0
     if kind == 0:
         madgwick6(S, consts, mask, masked)
     elif kind == 1:
@@ -220,28 +295,28 @@ def _update_and_fill(kind, x, w, S, consts, mask, masked, n, q, bias, plan, c, o
         mahony6(S, consts, mask, masked)
     else:
         mahony9(S, consts, mask, masked)
-    fill(q, bias, x, w, plan, n, c, out, ang)
+    _fill(S[rq * bn : (rq + 4) * bn], bn, 1, t)
 
 
 @njit(cache=True, error_model="numpy")
-def madgwick6_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+def madgwick6_outputs(t: np.ndarray) -> None:
     """Madgwick 6-axis: samples in, update, outputs out (see :func:`_update_and_fill`)."""
-    _update_and_fill(0, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang)
+    _update_and_fill(0, t)
 
 
 @njit(cache=True, error_model="numpy")
-def madgwick9_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+def madgwick9_outputs(t: np.ndarray) -> None:
     """Madgwick 9-axis (see :func:`_update_and_fill`)."""
-    _update_and_fill(1, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang)
+    _update_and_fill(1, t)
 
 
 @njit(cache=True, error_model="numpy")
-def mahony6_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+def mahony6_outputs(t: np.ndarray) -> None:
     """Mahony 6-axis (see :func:`_update_and_fill`)."""
-    _update_and_fill(2, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang)
+    _update_and_fill(2, t)
 
 
 @njit(cache=True, error_model="numpy")
-def mahony9_outputs(x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang):
+def mahony9_outputs(t: np.ndarray) -> None:
     """Mahony 9-axis (see :func:`_update_and_fill`)."""
-    _update_and_fill(3, x, w, S, consts, mask, masked, n, q, bias, plan, c, out, ang)
+    _update_and_fill(3, t)

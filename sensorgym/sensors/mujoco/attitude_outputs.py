@@ -26,13 +26,13 @@ _FULL_WIDTH = sum(OUTPUTS.values())
 
 class CompiledFill:
     """The compiled outputs (:mod:`~sensorgym.sensors.mujoco.attitude_kernel`): the kernels, the plan of
-    output blocks ``(output, sensor, first column)``, their float32 constants, and where roll/pitch's
+    output blocks ``(output, sensor, first column)``, the tables of their calls, and where roll/pitch's
     arguments (``ang``: the table's first 3 rows) and angles (``angles``: its next 2) go."""
 
     def __init__(self, md: Any, table: torch.Tensor) -> None:
-        from .attitude_kernel import CONSTS, fill, scatter, truth_outputs
+        from .attitude_kernel import fill, scatter, truth_outputs
 
-        self.fill, self.truth, self.scatter, self.consts = fill, truth_outputs, scatter, CONSTS
+        self.fill, self.truth, self.scatter = fill, truth_outputs, scatter
         self.n = len(md.sensors)
         plan, col = [], 0
         for j, s in enumerate(md.sensors):
@@ -48,13 +48,17 @@ class CompiledFill:
         self.ang, self.angles = table.numpy()[:3], table[3:5]
         self.angles_host = table.numpy()[3:5]
 
-    @staticmethod
-    def samples(data: torch.Tensor) -> tuple[np.ndarray, int]:
-        """A branch's ``(B, 9 n)`` buffer as the kernels read it: a flat numpy view from its first element
-        to its last, and the distance between its rows (it may be a column block of a wider buffer)."""
+    def table(self, data: torch.Tensor, out: np.ndarray, bias: np.ndarray, *estimator: Any) -> Any:
+        """A kernel's :class:`~sensorgym.sensors.mujoco.attitude_kernel.Table` for the branch buffer
+        ``data`` ``(B, 9 n)`` (read as a flat view from its first element to its last, with the distance
+        between its rows: it may be a column block of a wider buffer), the slot ``out`` and the bias rows
+        ``bias``; ``estimator``: the estimator's storage, constants, take mask and whether it applies."""
+        from .attitude_kernel import Table
+
         b, width = data.shape
         w = data.stride(0)
-        return data.as_strided(((b - 1) * w + width,), (1,)).numpy(), w
+        x = data.as_strided(((b - 1) * w + width,), (1,)).numpy()
+        return Table(x, w, self.plan, self.n, out, self.ang, bias, *estimator)
 
 
 class Outputs:
@@ -118,6 +122,16 @@ class Outputs:
         _asin(self.numpy, a[2], angles[1])
         c.scatter(c.angles_host, c.plan, c.n, out)
 
+    def _compiled_call(
+        self, q: torch.Tensor, bias: torch.Tensor, data: torch.Tensor, out: torch.Tensor
+    ) -> Any:
+        """``(q, table, out)`` as the compiled fill reads them, or None where the op route runs (a slot or
+        orientation rows not in C order: the kernel views them from their addresses)."""
+        if not (out.is_contiguous() and q.is_contiguous()):
+            return None
+        out_np = self._view(out, True)
+        return self._view(q, True), self.compiled.table(data, out_np, self._view(bias, True)), out_np
+
     def _gyro_rows(self, data: torch.Tensor) -> torch.Tensor:
         """The gyroscope samples of ``data`` ``(B, 9 n)`` as a ``(B n, 3)`` view (made once per buffer)."""
         rows = self._views.get(("gyro", id(data)))
@@ -134,18 +148,18 @@ class Outputs:
         columns)`` (the ring's slot: nothing to copy after); returns ``out``."""
         view = self._view
         if self.compiled is not None:
-            c = self.compiled
-            # the four host arrays of this call's tensors, made once per combination (a branch's q, bias
-            # and samples are fixed; out is one of its ring's slots): one lookup instead of four per step
+            # this call's host arrays and table, made once per combination (a branch's q, bias and samples
+            # are fixed; out is one of its ring's slots); None where the slot is not one block of memory
             key = (id(q), id(bias), id(data), id(out))
-            host = self._host.get(key)
-            if host is None:
-                host = self._host[key] = (view(q, True), view(bias, True), *c.samples(data), view(out, True))
-            q_np, bias_np, x, w, out_np = host
-            c.fill(q_np, bias_np, x, w, c.plan, c.n, c.consts, out_np, c.ang)
-            if self.angles:
-                self.finish_angles(out_np)
-            return out
+            host = self._host.get(key, False)
+            if host is False:
+                host = self._host[key] = self._compiled_call(q, bias, data, out)
+            if host is not None:
+                q_np, table, out_np = host
+                self.compiled.fill(q_np, table.table)
+                if self.angles:
+                    self.finish_angles(out_np)
+                return out
         gyr = self._gyro_rows(data)
         q, bias, gyr = view(q, False), view(bias, False), view(gyr, False).T
         ops, t, sc = self.ops, view(self.table, False), view(self.scratch, False)
