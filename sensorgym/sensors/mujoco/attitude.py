@@ -185,17 +185,9 @@ class AttitudeSensor(IMUSensor):
     @classmethod
     def _check_state(cls, state: Any, md: Any) -> None:
         super()._check_state(state, md)
-        shape = (md.num_envs, 4)
-        for key in md.constants["attitude"].truth_keys:
-            found = state.get(key) if hasattr(state, "get") else None
-            if getattr(found, "shape", None) != shape and (found is None or tuple(np.shape(found)) != shape):
-                got = "nothing" if found is None else f"shape {tuple(np.shape(found))}"
-                raise ValueError(
-                    f"an AttitudeSensor needs its IMU frame's true orientation {key!r} of shape {shape} in "
-                    "the state (measured inside each sub-env); "
-                    "got " + got + ". Fix: build the env with make_sensor_vec(...) or add "
-                    "SimStateExtractor(env, sensors) with these options to every sub-env."
-                )
+        # the IMU frame's true orientation: checked, and kept for the capture that follows every check
+        # (this step's outputs read it; nothing the class owns between steps is written)
+        md.constants["attitude"].truth.take(state)
 
     # -- manager side -----------------------------------------------------------------------------------
     @classmethod
@@ -212,12 +204,6 @@ class AttitudeSensor(IMUSensor):
     def _reset_envs(cls, md: Any, envs_mask: torch.Tensor) -> None:
         super()._reset_envs(md, envs_mask)
         md.constants["attitude"].resample(md, envs_mask)
-
-    @classmethod
-    def _update_raw_data(cls, state: Any, md: Any, raw: torch.Tensor) -> None:
-        super()._update_raw_data(state, md, raw)
-        est = md.constants["attitude"]
-        est.truth.take(state, est.truth_keys)  # the frame's true orientation, for this step's outputs
 
     @classmethod
     def _post_process(cls, md: Any, data: torch.Tensor, timeline: Any, *, is_measured: bool) -> torch.Tensor:

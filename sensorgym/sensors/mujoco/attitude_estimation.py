@@ -58,8 +58,7 @@ class Estimation:
         self._bound: dict[int, tuple] = {}
         #: per (branch buffer, ring slot): the compiled call and its bound arguments (see _bind_call)
         self._calls: dict[tuple[int, int], tuple] = {}
-        self.truth_keys = [truth_key(o) for o in opts]
-        self.truth = TruthInputs(md)
+        self.truth = TruthInputs(md, [truth_key(o) for o in opts])
         self.estimator: Any = None
         self.fused: Any = None  # the measured branch's one compiled call (set below where it binds)
         self.consts: Any = None
@@ -216,10 +215,11 @@ class TruthInputs:
     the gyroscope's true bias error (``bias`` ``(B, n 9)``, summed from the error terms when read;
     ``bias_rows``: its gyroscope rows ``(3, B n)``). ``now`` is the state's own array where one sensor's
     true orientation comes as a float32 numpy array in C order (what the sub-envs measure; read where it
-    lies), else ``quat`` ``(B, n, 4)``, the class's copy."""
+    lies), else ``quat`` ``(B, n, 4)``, the class's copy. ``keys``: each sensor's state key."""
 
-    def __init__(self, md: Any) -> None:
+    def __init__(self, md: Any, keys: list[str]) -> None:
         b, n = md.num_envs, len(md.sensors)
+        self.keys, self.shape = keys, (b, 4)
         self.quat = torch.zeros(b, n, 4, dtype=torch.float32, device=md.device)
         self.rows = torch.zeros(4, b * n, dtype=torch.float32, device=md.device)
         self.bias = torch.zeros(b, n * 9, dtype=torch.float32, device=md.device)
@@ -241,23 +241,42 @@ class TruthInputs:
         self.__dict__.update(state)
         self._view_quat()
 
-    def take(self, state: Any, keys: list[str]) -> None:
-        """This step's true orientations, ``state[key]`` of each sensor's key: read where they lie (one
-        sensor, a float32 numpy array in C order) or copied into ``quat``."""
-        copied, n = self.copied, len(keys)
+    def take(self, state: Any) -> None:
+        """This step's true orientations, ``state[key]`` of each sensor's key, checked (a missing or
+        misshapen entry raises, naming it and the fix): read where they lie (one sensor, a float32 numpy
+        array in C order) or copied into ``quat``. The manager's state check calls it, so it runs before
+        every capture and before anything is written."""
+        keys, copied = self.keys, self.copied
         on_cpu = type(copied) is np.ndarray
-        if on_cpu and n == 1:
-            src = state[keys[0]]
-            if type(src) is np.ndarray and src.dtype == np.float32 and src.flags.c_contiguous:
+        if on_cpu and len(keys) == 1 and type(state) is dict:  # the common case, checked in a few operations
+            src = state.get(keys[0])
+            if (
+                type(src) is np.ndarray and src.shape == self.shape and src.dtype == np.float32
+                and src.flags.c_contiguous
+            ):  # fmt: skip
                 self.now = src
                 return
-        for j, key in enumerate(keys):
-            src = state[key]
+        found = [self._entry(state, key) for key in keys]  # every entry checked before any is copied
+        n = len(keys)
+        for j, src in enumerate(found):
             if type(src) is np.ndarray and on_cpu:
                 np.copyto(copied[j::n], src)
             else:
                 self.quat[:, j].copy_(torch.as_tensor(src))
-        self.now = self.copied
+        self.now = copied
+
+    def _entry(self, state: Any, key: str) -> Any:
+        found = state.get(key) if hasattr(state, "get") else None
+        shape = self.shape
+        if getattr(found, "shape", None) != shape and (found is None or tuple(np.shape(found)) != shape):
+            got = "nothing" if found is None else f"shape {tuple(np.shape(found))}"
+            raise ValueError(
+                f"an AttitudeSensor needs its IMU frame's true orientation {key!r} of shape {shape} in "
+                "the state (measured inside each sub-env); "
+                "got " + got + ". Fix: build the env with make_sensor_vec(...) or add "
+                "SimStateExtractor(env, sensors) with these options to every sub-env."
+            )
+        return found
 
     def current(self) -> torch.Tensor:
         """This step's true orientations ``(B n, 4)`` as a tensor (a view of ``now``)."""
