@@ -121,9 +121,10 @@ class Ring:
         self.clock = clock
         #: ``(depth, B, cols)`` storage (slot order is storage order, not age order)
         self.buffer = buffer
-        # one view per storage slot, made once: `at()` runs several times per class and step, and
-        # indexing a tuple costs a fraction of creating a new view each time
-        self._slots = buffer.unbind(0)
+        #: one view per storage slot, made once, in storage order (slot ``(t - k) % depth`` is the snapshot
+        #: ``k`` steps back): `at()` runs several times per class and step, and indexing a tuple costs a
+        #: fraction of creating a new view each time; a stage indexes it inline (no call per step)
+        self.slots = buffer.unbind(0)
         self._order: torch.Tensor | None = None  # [t % depth, k] -> storage slot of the snapshot k back
         self.bind(None)
 
@@ -134,9 +135,9 @@ class Ring:
         #: the snapshot ``k`` steps back (a stage indexes it inline: one lookup, no call, per step)
         self.arrays: tuple[Any, ...]
         if binding is None:
-            self.arrays, self.array_buffer = self._slots, self.buffer
+            self.arrays, self.array_buffer = self.slots, self.buffer
         else:
-            self.arrays = tuple(binding.array(slot) for slot in self._slots)
+            self.arrays = tuple(binding.array(slot) for slot in self.slots)
             self.array_buffer = binding.array(self.buffer)
 
     def slot(self, k: int) -> int:
@@ -147,7 +148,7 @@ class Ring:
         """``(batch, cols)`` view of the snapshot ``k`` steps back (``k < depth``)."""
         if not 0 <= k < self.depth:
             raise IndexError(f"ring holds {self.depth} snapshot(s); at({k}) is out of range")
-        return self._slots[(self.clock.t - k) % self.depth]
+        return self.slots[(self.clock.t - k) % self.depth]
 
     def array_at(self, k: int) -> Any:
         """:meth:`at` as an array of the bound executor (a numpy view of the slot on the numpy executor)."""

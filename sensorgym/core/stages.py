@@ -228,8 +228,9 @@ class ProjectIntoRing:
             self.copy(slot, source.arrays[source.clock.t % source.depth])
         else:  # the hook, its result into the ring's slot 0 unless written there (one frame: a B = 1 step
             # of a post-processed class runs two of these)
-            target = ring.at(0)
-            out = self.post_process(self.md, source.at(0), ring, is_measured=self.is_measured)
+            target = ring.slots[ring.clock.t % ring.depth]  # ring.at(0), inline
+            data = source.slots[source.clock.t % source.depth]
+            out = self.post_process(self.md, data, ring, is_measured=self.is_measured)
             if out is not target:
                 self._place(out, target)
             if self.cache is None:

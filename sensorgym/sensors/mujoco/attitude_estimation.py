@@ -19,6 +19,7 @@ from .base import state_key
 
 __all__ = ["Estimation", "TruthInputs", "initialize", "true_gyro_bias", "truth_key"]
 
+_F32 = np.dtype(np.float32)  # usually the array's dtype object itself: ``is`` tells it in one comparison
 #: sensorgym.estimators.dispatch (whose ``enabled`` a step reads), once a manager has built an estimator
 _dispatch: Any = None
 
@@ -114,39 +115,43 @@ class Estimation:
         bound = self._calls.get(key)
         if bound is None:
             bound = self._calls[key] = self._bind_call(md, data, out, is_measured)
-        kernel, table = bound[0], bound[1]
-        outputs, truth = self.outputs, self.truth
-        if not is_measured:
-            if outputs.true_bias:
-                true_gyro_bias(md, truth.bias)
-            if kernel is not None:  # the outputs from the truth where it lies: one compiled call
-                kernel(truth.now, table)
-            else:
-                truth.load()
-                bias = truth.bias_rows if outputs.true_bias else outputs.zero_bias
-                outputs.fill(truth.rows, bias, data, out)
-        elif self.estimator is None:  # "none": the truth
-            if kernel is not None:
-                kernel(truth.now, table)
-            else:
-                truth.load()
-                outputs.fill(truth.rows, outputs.zero_bias, data, out)
-        else:
-            reset = md.context.reset_mask
-            if reset is not None:  # start at the reset sample, then consume it
+        kernel, outputs = bound[0], self.outputs
+        if is_measured and self.estimator is not None:
+            if md.context.reset_mask is not None:  # start at the reset sample, then consume it
                 parts = self.bind(md, data)[4]
-                initialize(md, self, parts[0], parts[2], reset[:, None].expand(self.b, self.n).reshape(-1))
-            if kernel is not None and _dispatch.enabled:  # samples in, update, outputs out: one call
-                kernel(table)
-            else:
-                acc, gyr, mag, take, parts = self.bind(md, data)
-                self.estimator.update(self.state, gyr, acc, mag if self.magnetometer else None, take)
-                rows = self.state.tensors
-                outputs.fill(rows["q"], rows.get("bias", outputs.zero_bias), data, out)
-                return self._noise(md, out)
-        if kernel is not None and outputs.angles:
+                reset = md.context.reset_mask[:, None].expand(self.b, self.n).reshape(-1)
+                initialize(md, self, parts[0], parts[2], reset)
+            if kernel is None or not _dispatch.enabled:
+                return self._update_ops(md, data, out)
+            kernel(bound[1])  # samples in, update, outputs out: one compiled call
+        else:  # the truth's quantities: the ground truth, and the measured branch without an estimator
+            if outputs.true_bias and not is_measured:
+                true_gyro_bias(md, self.truth.bias)
+            if kernel is None:
+                return self._truth_ops(md, data, out, is_measured)
+            kernel(self.truth.now, bound[1])  # from the truth where it lies: one compiled call
+        if outputs.angles:
             outputs.finish_angles(bound[2])
+        if is_measured and outputs.noise is not None:
+            self._noise(md, out)
+        return out
+
+    def _truth_ops(self, md: Any, data: torch.Tensor, out: torch.Tensor, is_measured: bool) -> torch.Tensor:
+        """:meth:`project`'s truth branch op by op (the reference route)."""
+        truth, outputs = self.truth, self.outputs
+        truth.load()
+        bias = truth.bias_rows if outputs.true_bias and not is_measured else outputs.zero_bias
+        outputs.fill(truth.rows, bias, data, out)
         return self._noise(md, out) if is_measured else out
+
+    def _update_ops(self, md: Any, data: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """:meth:`project`'s estimator branch op by op: the estimator's update (its kernel or its tape),
+        then the outputs."""
+        acc, gyr, mag, take, _ = self.bind(md, data)
+        self.estimator.update(self.state, gyr, acc, mag if self.magnetometer else None, take)
+        rows = self.state.tensors
+        self.outputs.fill(rows["q"], rows.get("bias", self.outputs.zero_bias), data, out)
+        return self._noise(md, out)
 
     def _noise(self, md: Any, out: torch.Tensor) -> torch.Tensor:
         """The measured branch's per-step white noise on the orientation outputs (``orientation_noise``)."""
@@ -173,14 +178,14 @@ class Estimation:
         if not is_measured or self.estimator is None:  # from the truth, called with the step's array first
             bias = (self.truth.bias_rows if not is_measured else self.outputs.zero_bias).numpy()
             table = c.table(data, slot, bias)
-            return c.truth, table.table, slot, table, data, out
+            return c.entry(c.truth, True), table.table, slot, table, data, out
         sampler, host = md.imperfections.sampler, self.state.host
         mask = host.mask if sampler is None else sampler.take.view(-1).numpy()
         if mask.shape != host.mask.shape or not mask.flags.c_contiguous:
             return op_route
         bias = self.state.tensors.get("bias", self.outputs.zero_bias).numpy()
         table = c.table(data, slot, bias, host.storage, self.consts, mask, sampler is not None)
-        return self.fused, table.table, slot, table, data, out
+        return c.entry(self.fused, False), table.table, slot, table, data, out
 
     def bind(self, md: Any, data: torch.Tensor) -> tuple:
         """The samples of ``data`` ``(B, n * 9)`` (the measured or the true working buffer) as ``(B n, 3)``
@@ -232,6 +237,8 @@ class TruthInputs:
         flat = self.quat.view(-1, 4)
         self.copied = flat.numpy() if flat.device.type == "cpu" else flat
         self.now: Any = self.copied
+        #: the key whose entry can be read where it lies (one sensor, CPU memory), else None
+        self.direct = self.keys[0] if len(self.keys) == 1 and type(self.copied) is np.ndarray else None
 
     def __getstate__(self) -> dict:
         """A copy views its own memory again (and holds no state array of the original's step)."""
@@ -246,20 +253,21 @@ class TruthInputs:
         misshapen entry raises, naming it and the fix): read where they lie (one sensor, a float32 numpy
         array in C order) or copied into ``quat``. The manager's state check calls it, so it runs before
         every capture and before anything is written."""
-        keys, copied = self.keys, self.copied
-        on_cpu = type(copied) is np.ndarray
-        if on_cpu and len(keys) == 1 and type(state) is dict:  # the common case, checked in a few operations
-            src = state.get(keys[0])
-            if (
-                type(src) is np.ndarray and src.shape == self.shape and src.dtype == np.float32
-                and src.flags.c_contiguous
-            ):  # fmt: skip
+        if self.direct is not None and type(state) is dict:  # the common case, checked in a few operations
+            src = state.get(self.direct)
+            fits = (
+                type(src) is np.ndarray
+                and (src.dtype is _F32 or src.dtype == _F32)
+                and src.shape == self.shape
+            )
+            if fits and src.flags.carray:  # C order, aligned, writeable: the type the compiled call takes
                 self.now = src
                 return
+        keys, copied = self.keys, self.copied
         found = [self._entry(state, key) for key in keys]  # every entry checked before any is copied
         n = len(keys)
         for j, src in enumerate(found):
-            if type(src) is np.ndarray and on_cpu:
+            if type(src) is np.ndarray and type(copied) is np.ndarray:
                 np.copyto(copied[j::n], src)
             else:
                 self.quat[:, j].copy_(torch.as_tensor(src))

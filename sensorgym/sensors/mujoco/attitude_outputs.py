@@ -30,9 +30,9 @@ class CompiledFill:
     arguments (``ang``: the table's first 3 rows) and angles (``angles``: its next 2) go."""
 
     def __init__(self, md: Any, table: torch.Tensor) -> None:
-        from .attitude_kernel import fill, scatter, truth_outputs
+        from .attitude_kernel import entry, fill, scatter, truth_outputs
 
-        self.fill, self.truth, self.scatter = fill, truth_outputs, scatter
+        self.fill, self.truth, self.scatter, self.entry = fill, truth_outputs, scatter, entry
         self.n = len(md.sensors)
         plan, col = [], 0
         for j, s in enumerate(md.sensors):
