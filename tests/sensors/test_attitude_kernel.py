@@ -4,6 +4,7 @@ samples, several sensors per class and the estimator off."""
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 
@@ -115,3 +116,83 @@ def test_an_imu_without_an_estimator_runs_no_estimator_code():
         "assert 'sensorgym.estimators' not in sys.modules and 'numba' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _truth_forms(q: np.ndarray) -> dict:
+    """The same true orientations ``(B, 4)`` (float32 values) in every form a state may hand them."""
+    read_only = q.copy()
+    read_only.flags.writeable = False
+    wide = np.zeros((q.shape[0], 8), dtype=np.float32)
+    wide[:, ::2] = q
+    return {
+        "float32": q,  # read where it lies (the compiled call's own type)
+        "pickled": pickle.loads(pickle.dumps(q)),  # as from a worker process: an equal dtype, not numpy's own
+        "float64": q.astype(np.float64),
+        "tensor": torch.from_numpy(q.copy()),
+        "read_only": read_only,
+        "strided": wide[:, ::2],  # not C order
+        "big_endian": q.astype(">f4"),
+        "list": q.tolist(),
+    }
+
+
+@pytest.mark.parametrize("executor", ["numpy", "torch"])
+def test_the_true_orientation_reads_the_same_in_every_form_a_state_hands_it(executor):
+    """The compiled calls take the truth's array as it lies only where it is the type they were compiled
+    for (float32, C order, aligned, writeable: they do not check it); any other form is copied first, and
+    every form gives the same bits, measured and true."""
+    b, n = 3, 25
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(n, b, 4))
+    q = (q / np.linalg.norm(q, axis=-1, keepdims=True)).astype(np.float32)
+    x = (rng.normal(size=(n, b, 9)) + np.array([0, 0, 9.81, 0, 0, 0, 0, 0, 0])).astype(np.float32)
+    reads = {}
+    for form in _truth_forms(q[0]):
+        mgr = sg.SensorManager(num_envs=b, dt=0.01, seed=0, executor=executor)
+        s = mgr.add_sensor(sg.AttitudeOptions(body="torso", outputs=("projected_gravity", "quaternion")))
+        est = None
+        out = []
+        for k in range(n):
+            state = {s.state_key: x[k], truth_key(s.options): _truth_forms(q[k])[form]}
+            mgr.reset(state) if k == 0 else mgr.step(state)
+            est = mgr.storage(type(s)).md.constants["attitude"]
+            direct = est.truth.now is state[truth_key(s.options)]
+            assert direct == (form in ("float32", "pickled")), form
+            out += [t.clone() for r in (s.read(), s.read_ground_truth()) for t in r]
+        reads[form] = out
+    for form, out in reads.items():
+        assert all(torch.equal(a, c) for a, c in zip(out, reads["float32"], strict=True)), form
+
+
+@pytest.mark.parametrize("bad", ["missing", "shape"])
+def test_a_missing_or_misshapen_true_orientation_is_refused_naming_the_key_and_the_fix(bad):
+    mgr = sg.SensorManager(num_envs=2, dt=0.01, seed=0)
+    s = mgr.add_sensor(sg.AttitudeOptions(body="torso"))
+    good = {s.state_key: np.tile(np.float32([0, 0, 9.81, 0, 0, 0, 0, 0, 0]), (2, 1)),
+            truth_key(s.options): np.tile(np.float32([1, 0, 0, 0]), (2, 1))}  # fmt: skip
+    mgr.reset(good)
+    state = dict(good)
+    if bad == "missing":
+        del state[truth_key(s.options)]
+    else:
+        state[truth_key(s.options)] = np.zeros((2, 3), np.float32)
+    before = [t.clone() for t in (s.read(), s.read_ground_truth())]
+    with pytest.raises(ValueError) as err:
+        mgr.step(state)
+    message = str(err.value)
+    assert truth_key(s.options) in message and "(2, 4)" in message and "Fix:" in message
+    assert "\n" not in message
+    # nothing was written: the readings are the last step's
+    assert all(torch.equal(a, c) for a, c in zip(before, (s.read(), s.read_ground_truth()), strict=True))
+    mgr.step(good)  # and the manager steps on
+
+
+def test_a_kernel_table_refuses_a_buffer_it_cannot_view_from_its_address():
+    from sensorgym.sensors.mujoco.attitude_kernel import Table
+
+    x, plan = np.zeros(9, np.float32), np.zeros((1, 3), np.int64)
+    ang, bias = np.zeros((3, 1), np.float32), np.zeros((3, 1), np.float32)
+    Table(x, 9, plan, 1, np.zeros((1, 3), np.float32), ang, bias)  # fits
+    for out in (np.zeros((1, 6), np.float32)[:, ::2], np.zeros((1, 3), np.float64)):
+        with pytest.raises(ValueError, match="another dtype, shape or layout"):
+            Table(x, 9, plan, 1, out, ang, bias)
