@@ -196,3 +196,86 @@ def test_a_kernel_table_refuses_a_buffer_it_cannot_view_from_its_address():
     for out in (np.zeros((1, 6), np.float32)[:, ::2], np.zeros((1, 3), np.float64)):
         with pytest.raises(ValueError, match="another dtype, shape or layout"):
             Table(x, 9, plan, 1, out, ang, bias)
+
+
+def test_with_numba_compiling_nothing_the_op_route_runs():
+    """``NUMBA_DISABLE_JIT=1`` runs njit functions as Python, where the kernels' address-to-pointer
+    intrinsic cannot run: the sensor then takes the op route (and reads what it reads compiled)."""
+    code = (
+        "import numpy as np, sensorgym as sg\n"
+        "from sensorgym.sensors.mujoco.attitude import truth_key\n"
+        "mgr = sg.SensorManager(num_envs=2, dt=0.01, seed=0)\n"
+        "s = mgr.add_sensor(sg.AttitudeOptions(body='torso', estimator='mahony', gyro_noise=0.01))\n"
+        "state = {s.state_key: np.tile(np.float32([0.5, 0, 9.8, 0.1, 0, 0, 0, 0, 0]), (2, 1)),\n"
+        "         truth_key(s.options): np.tile(np.float32([1, 0, 0, 0]), (2, 1))}\n"
+        "mgr.reset(state)\n"
+        "for _ in range(5):\n"
+        "    mgr.step(state)\n"
+        "print(mgr.storage(type(s)).md.constants['attitude'].outputs.compiled is None, s.read().tolist())\n"
+    )
+    runs = {}
+    for jit in ("0", "1"):
+        env = {**__import__("os").environ, "NUMBA_DISABLE_JIT": jit}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs[jit] = done.stdout.strip()
+    assert runs["1"].startswith("True") and runs["0"].startswith("False")
+    assert runs["1"].split(" ", 1)[1] == runs["0"].split(" ", 1)[1]  # the same readings
+
+
+def test_a_true_orientation_that_requires_grad_builds_no_graph_and_the_manager_copies():
+    """A differentiable simulator's state (tensors that require grad): the class's copy of the truth
+    stays a plain buffer (the state check runs outside the capture's no-grad mode), so nothing chains the
+    steps' graphs and ``copy.deepcopy`` of the manager works; the readings are the plain tensors'."""
+    import copy
+
+    reads = []
+    for grad in (False, True):
+        mgr = sg.SensorManager(num_envs=2, dt=0.01, seed=0, executor="torch")
+        s = mgr.add_sensor(sg.AttitudeOptions(body="torso"))
+        x = torch.tensor([[0.5, 0, 9.8, 0.1, 0, 0, 0, 0, 0]] * 2)
+        q = torch.tensor([[0.9, 0.1, 0.2, 0.3]] * 2, requires_grad=grad)
+        state = {s.state_key: x, truth_key(s.options): q * 1.0}
+        mgr.reset(state)
+        for _ in range(3):
+            mgr.step(state)
+        quat = mgr.storage(type(s)).md.constants["attitude"].truth.quat
+        assert quat.grad_fn is None and not quat.requires_grad
+        twin = copy.deepcopy(mgr)
+        twin.step({k: v.detach() for k, v in state.items()})
+        reads.append([t.clone() for t in (s.read(), s.read_ground_truth())])
+    assert all(torch.equal(a, b) for a, b in zip(*reads, strict=True))
+
+
+@pytest.mark.parametrize("executor", ["numpy", "torch"])
+def test_a_subclass_with_float64_readings_takes_the_op_route_and_reads_the_same_values(executor):
+    """The compiled calls view float32 buffers only: a subclass whose cache dtype is float64 runs the op
+    route (it used to compile a float64 variant), and reads the float32 sensor's values."""
+    from dataclasses import dataclass
+
+    from sensorgym.sensors.mujoco.attitude import AttitudeSensor
+
+    @dataclass(frozen=True, kw_only=True)
+    class WideOptions(sg.AttitudeOptions):
+        pass
+
+    class Wide(AttitudeSensor):
+        options_cls = WideOptions
+
+        @classmethod
+        def _get_cache_dtype(cls) -> torch.dtype:
+            return torch.float64
+
+    reads = []
+    for options in (sg.AttitudeOptions, WideOptions):
+        o = options(body="torso", estimator="mahony", outputs=("projected_gravity", "quaternion"))
+        mgr = sg.SensorManager(num_envs=2, dt=0.01, seed=0, executor=executor)
+        s = mgr.add_sensor(o)
+        state = {s.state_key: np.tile(np.float32([0.5, 0, 9.8, 0.1, 0, 0, 0, 0, 0]), (2, 1)),
+                 truth_key(o): np.tile(np.float32([0.9, 0.1, 0.2, 0.3]), (2, 1))}  # fmt: skip
+        mgr.reset(state)
+        for _ in range(4):
+            mgr.step(state)
+        reads.append([t.double() for r in (s.read(), s.read_ground_truth()) for t in r])
+        assert reads[-1] and s.read()[0].dtype == (torch.float64 if options is WideOptions else torch.float32)
+    assert all(torch.equal(a, b) for a, b in zip(*reads, strict=True))

@@ -186,7 +186,8 @@ class AttitudeSensor(IMUSensor):
     def _check_state(cls, state: Any, md: Any) -> None:
         super()._check_state(state, md)
         # the IMU frame's true orientation: checked, and kept for the capture that follows every check
-        # (this step's outputs read it; nothing the class owns between steps is written)
+        # (this step's outputs read it; nothing the class owns between steps is written). A subclass that
+        # overrides this hook calls it through super(): it is where the step's truth is taken
         md.constants["attitude"].truth.take(state)
 
     # -- manager side -----------------------------------------------------------------------------------

@@ -178,6 +178,8 @@ class Estimation:
         if not is_measured or self.estimator is None:  # from the truth, called with the step's array first
             bias = (self.truth.bias_rows if not is_measured else self.outputs.zero_bias).numpy()
             table = c.table(data, slot, bias)
+            if table is None:
+                return op_route
             return c.entry(c.truth, True), table.table, slot, table, data, out
         sampler, host = md.imperfections.sampler, self.state.host
         mask = host.mask if sampler is None else sampler.take.view(-1).numpy()
@@ -185,6 +187,8 @@ class Estimation:
             return op_route
         bias = self.state.tensors.get("bias", self.outputs.zero_bias).numpy()
         table = c.table(data, slot, bias, host.storage, self.consts, mask, sampler is not None)
+        if table is None:
+            return op_route
         return c.entry(self.fused, False), table.table, slot, table, data, out
 
     def bind(self, md: Any, data: torch.Tensor) -> tuple:
@@ -269,8 +273,8 @@ class TruthInputs:
         for j, src in enumerate(found):
             if type(src) is np.ndarray and type(copied) is np.ndarray:
                 np.copyto(copied[j::n], src)
-            else:
-                self.quat[:, j].copy_(torch.as_tensor(src))
+            else:  # detached: a check runs outside the capture's no-grad mode, and a state may require grad
+                self.quat[:, j].copy_(torch.as_tensor(src).detach())
         self.now = copied
 
     def _entry(self, state: Any, key: str) -> Any:

@@ -35,12 +35,13 @@ variables.
 Calls. A step calls its kernel with one argument, the branch's ``table`` (its :class:`Table`: the
 addresses and sizes of every buffer it reads and writes, made once per branch buffer and ring slot), plus
 the true orientations, which are the state's own array and so a new one each step. numba's dispatch of a
-call costs about 0.05 µs per array argument (it types and unboxes each): the 13 arrays the measured branch
-works on cost 0.8 µs a call at ``B = 1``, where one table costs 0.14 µs (measured), while the kernel's own
-work there is under 0.3 µs. Inside, :func:`_f32` views each buffer from its address as a C-ordered array,
+call costs about 0.05 µs per array argument (it types and unboxes each): an empty kernel with the
+measured branch's former 13 arguments (10 arrays) costs 0.65-0.8 µs a call at ``B = 1``, one table
+0.14 µs, and its compiled entry point (:func:`entry`) 0.07 µs (measured), while the kernel's own work
+there is under 0.3 µs. Inside, :func:`_f32` views each buffer from its address as a C-ordered array,
 which is what the array form indexed (flat views of contiguous buffers), so the compiled loops are the
-same. The table holds addresses only: its owner (:meth:`Table.__init__`'s caller keeps it with the arrays
-it was made from) keeps the memory alive.
+same. The table holds addresses only: :class:`Table` keeps the arrays it was made from (so their memory
+lives as long as the table), and its caller keeps the table with the buffers it binds.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class Table:
         # the kernel views each buffer from its address alone: anything else would be read out of bounds
         if any(a.dtype != dtype or not a.flags.c_contiguous for a, dtype in arrays) or (
             bias.dtype != np.float32 or bias.shape != (3, ang.shape[1]) or ang.shape[0] != 3
+            or x.size < (out.shape[0] - 1) * w + 9 * n or ang.shape[1] != out.shape[0] * n
             or (state is not None and (mask.shape != (ang.shape[1],) or consts.shape != (6,)))
         ):  # fmt: skip
             raise ValueError("attitude_kernel.Table: a buffer of another dtype, shape or layout")
@@ -121,8 +123,8 @@ def entry(kernel: Any, truth: bool) -> Any:
     types every argument and looks the types up (about 0.07 µs of a 0.14 µs call of one argument in
     isolation; 0.5 µs less per B = 1 step of the sensor, measured in the pipeline). The caller hands it
     exactly those types (the entry point does not check them; ``TruthInputs.take`` reads the state's
-    array where it lies only when it is one). The dispatcher itself where numba offers no entry point
-    (e.g. with ``NUMBA_DISABLE_JIT``)."""
+    array where it lies only when it is one). The dispatcher itself where numba offers no entry point.
+    (With ``NUMBA_DISABLE_JIT`` the compiled route is off: ``attitude_outputs._kernel``.)"""
     table = types.Array(types.int64, 1, "C")
     signature = (types.Array(types.float32, 2, "C"), table) if truth else (table,)
     compile_for = getattr(kernel, "compile", None)  # compiles or loads from the cache, once per process

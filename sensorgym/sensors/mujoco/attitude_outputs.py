@@ -52,13 +52,17 @@ class CompiledFill:
         """A kernel's :class:`~sensorgym.sensors.mujoco.attitude_kernel.Table` for the branch buffer
         ``data`` ``(B, 9 n)`` (read as a flat view from its first element to its last, with the distance
         between its rows: it may be a column block of a wider buffer), the slot ``out`` and the bias rows
-        ``bias``; ``estimator``: the estimator's storage, constants, take mask and whether it applies."""
+        ``bias``; ``estimator``: the estimator's storage, constants, take mask and whether it applies. None
+        where a buffer is not what the kernels view (then the op route runs)."""
         from .attitude_kernel import Table
 
         b, width = data.shape
         w = data.stride(0)
         x = data.as_strided(((b - 1) * w + width,), (1,)).numpy()
-        return Table(x, w, self.plan, self.n, out, self.ang, bias, *estimator)
+        try:
+            return Table(x, w, self.plan, self.n, out, self.ang, bias, *estimator)
+        except ValueError:  # e.g. a subclass's float64 buffers: the op route runs them
+            return None
 
 
 class Outputs:
@@ -126,11 +130,12 @@ class Outputs:
         self, q: torch.Tensor, bias: torch.Tensor, data: torch.Tensor, out: torch.Tensor
     ) -> Any:
         """``(q, table, out)`` as the compiled fill reads them, or None where the op route runs (a slot or
-        orientation rows not in C order: the kernel views them from their addresses)."""
-        if not (out.is_contiguous() and q.is_contiguous()):
+        orientation rows not float32 in C order: the kernel views them from their addresses)."""
+        if not (out.is_contiguous() and q.is_contiguous()) or q.dtype != torch.float32:
             return None
         out_np = self._view(out, True)
-        return self._view(q, True), self.compiled.table(data, out_np, self._view(bias, True)), out_np
+        table = self.compiled.table(data, out_np, self._view(bias, True))
+        return None if table is None else (self._view(q, True), table, out_np)
 
     def _gyro_rows(self, data: torch.Tensor) -> torch.Tensor:
         """The gyroscope samples of ``data`` ``(B, 9 n)`` as a ``(B n, 3)`` view (made once per buffer)."""
@@ -201,7 +206,9 @@ class Outputs:
                 ops.copyto(t[at : at + 3], bias)
             else:
                 ops.copyto(t[at : at + 3], gyr)
-        if self.numpy:
+        if out.dtype != torch.float32 or not out.is_contiguous():  # a subclass's dtype, or a strided slot:
+            out.copy_(self.table.view(-1)[self.index].view(out.shape))  # a gather that allocates (rare)
+        elif self.numpy:
             np.take(t.reshape(-1), view(self.index, False), out=view(out, False).reshape(-1))
         else:
             torch.index_select(self.table.view(-1), 0, self.index, out=out.view(-1))
@@ -223,9 +230,13 @@ def _asin(numpy: bool, x: Any, out: Any) -> None:
 
 
 def _kernel(device: torch.device) -> Any:
-    """Whether the compiled fill can run: CPU memory, numba importable, kernels on (else None)."""
+    """Whether the compiled fill can run: CPU memory, numba importable and compiling (``NUMBA_DISABLE_JIT``
+    runs njit functions as Python, where the kernels' address-to-pointer intrinsic cannot run), kernels on
+    (else None)."""
     from ...estimators import dispatch
 
     if torch.device(device).type != "cpu" or not dispatch.enabled or not dispatch.kernels_available():
         return None
-    return True
+    from numba.core import config
+
+    return None if config.DISABLE_JIT else True
