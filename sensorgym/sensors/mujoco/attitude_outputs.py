@@ -26,7 +26,8 @@ _FULL_WIDTH = sum(OUTPUTS.values())
 
 class CompiledFill:
     """The compiled outputs (:mod:`~sensorgym.sensors.mujoco.attitude_kernel`): the kernels, the plan of
-    output blocks ``(output, sensor, first column)``, the tables of their calls, and where roll/pitch's
+    output blocks ``(output, sensor, first column)``, what makes their calls' tables (:meth:`table`), and
+    where roll/pitch's
     arguments (``ang``: the table's first 3 rows) and angles (``angles``: its next 2) go."""
 
     def __init__(self, md: Any, table: torch.Tensor) -> None:
