@@ -27,8 +27,8 @@ _FULL_WIDTH = sum(OUTPUTS.values())
 class CompiledFill:
     """The compiled outputs (:mod:`~sensorgym.sensors.mujoco.attitude_kernel`): the kernels, the plan of
     output blocks ``(output, sensor, first column)``, what makes their calls' tables (:meth:`table`), and
-    where roll/pitch's
-    arguments (``ang``: the table's first 3 rows) and angles (``angles``: its next 2) go."""
+    where roll/pitch's arguments (``ang``: the table's first 3 rows) and angles (``angles``: its next 2)
+    go."""
 
     def __init__(self, md: Any, table: torch.Tensor) -> None:
         from .attitude_kernel import entry, fill, scatter, truth_outputs
