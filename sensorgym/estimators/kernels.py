@@ -26,26 +26,66 @@ tensor's), in the estimator's layout (:data:`MADGWICK_ROWS`, :data:`MAHONY_ROWS`
 computes (and normalizes its input rows, as the tape does) but keeps its state bit for bit. Each
 kernel is two loops over the envs, both vectorized by the compiler (see the layouts below).
 
-Compiled lazily at the first call of each variant and dtype; ``cache=True`` keeps the machine code next
-to this file (or in numba's user cache) for the next process.
+Every compiled function here first calls :func:`vectors_256`, which keeps the compiled loops to 256-bit
+vectors (why: its docstring). Compiled lazily at the first call of each variant and dtype; ``cache=True``
+keeps the machine code next to this file (or in numba's user cache) for the next process.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 try:
-    from numba import njit
+    from numba import njit, types
+    from numba.core.config import DISABLE_JIT
+    from numba.extending import intrinsic
 except ImportError:  # without numba nothing dispatches here (dispatch.kernels_available); the module
     # still imports (doctest collection, documentation tools), its kernels then plain Python
+    DISABLE_JIT = True
 
     def njit(*args: object, **kwargs: object) -> object:
         return lambda fn: fn
 
 
-__all__ = ["CONSTS", "consts_for", "madgwick6", "madgwick9", "mahony6", "mahony9"]
+def _marker(fn: Any) -> Any:
+    """``fn`` as an intrinsic, or a call that does nothing where the kernels run as Python (no numba, or
+    ``NUMBA_DISABLE_JIT``: an intrinsic cannot run as Python)."""
+    return (lambda: None) if DISABLE_JIT else intrinsic(fn)
+
+
+__all__ = ["CONSTS", "consts_for", "madgwick6", "madgwick9", "mahony6", "mahony9", "vectors_256"]
+
+
+@_marker
+def vectors_256(typingctx: Any) -> Any:
+    """Marks the compiled function it is called in to use vectors of at most 256 bits (LLVM's
+    ``"min-legal-vector-width"="256"`` and ``"prefer-vector-width"="256"``, as Clang sets them).
+
+    Why: on a CPU with AVX-512, LLVM otherwise legalizes wide vectors in 512-bit (zmm) registers: the
+    kernels' strided loads and stores (gathers and scatters over interleaved rows) took zmm index
+    registers. After any zmm code the core runs slower for about a millisecond (its AVX-512 frequency
+    licence): torch's noise draws in the IMU's own step, right after these kernels, took 8% longer,
+    about 15 µs of a 230 µs step at ``B = 4096`` (measured; 256-bit code leaves them as they are). With
+    the mark the same loops compile to 256-bit (ymm) vectors, as fast alone, and the attitude sensor's
+    step at ``B = 4096`` adds 16% to the IMU's instead of 24% (docs/estimators.md, "Speed").
+
+    LLVM drops ``min-legal-vector-width`` from a function when it inlines a callee without it, so every
+    compiled function here and in :mod:`sensorgym.sensors.mujoco.attitude_kernel` calls this first
+    (tests/sensors/test_attitude_kernel.py checks the compiled code). Elsewhere (no AVX-512, not x86) the
+    attributes change nothing. The values are the same either way: each operation is correctly rounded
+    per lane whatever the vector width."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        attributes = builder.function.attributes  # a set whose add() knows only LLVM's keyword attributes
+        set.add(attributes, '"min-legal-vector-width"="256"')
+        set.add(attributes, '"prefer-vector-width"="256"')
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
 
 #: the order of the constants in ``consts``
 CONSTS = ("two", "half", "tiny", "one", "zero", "scale")
@@ -63,6 +103,7 @@ def consts_for(dtype: np.dtype, scale: float = 1.0) -> np.ndarray:
 @njit(cache=True, error_model="numpy")
 def _normalize3(x0, x1, x2, tiny, one, zero):
     """``normalize3``: ``x / max(sqrt(x·x), tiny)`` and the flag ``|x|² > 0``."""
+    vectors_256()
     s0, s1, s2 = x0 * x0, x1 * x1, x2 * x2
     n = s0 + s1
     n = n + s2
@@ -75,6 +116,7 @@ def _normalize3(x0, x1, x2, tiny, one, zero):
 @njit(cache=True, error_model="numpy")
 def _gravity_up(q0, q1, q2, q3, two):
     """``gravity_up``: ``R(q)ᵀ e_z``."""
+    vectors_256()
     p0, p1 = q1 * q0, q2 * q0
     s0, s2 = q1 * q3, q3 * q2
     sq0, sq1, sq2, sq3 = q0 * q0, q1 * q1, q2 * q2, q3 * q3
@@ -90,12 +132,14 @@ def _gravity_up(q0, q1, q2, q3, two):
 @njit(cache=True, error_model="numpy")
 def _cross(a0, a1, a2, b0, b1, b2):
     """``cross``: ``a.s1 * b.s2 - a.s2 * b.s1``."""
+    vectors_256()
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
 @njit(cache=True, error_model="numpy")
 def _rotate_into(q0, q1, q2, q3, x0, x1, x2, two, inverse):
     """``rotate_into``: ``x + 2·(±q0 (qv × x) + qv × (qv × x))``."""
+    vectors_256()
     c0, c1, c2 = _cross(q1, q2, q3, x0, x1, x2)
     d0, d1, d2 = _cross(q1, q2, q3, c0, c1, c2)
     t0, t1, t2 = c0 * q0, c1 * q0, c2 * q0
@@ -110,6 +154,7 @@ def _rotate_into(q0, q1, q2, q3, x0, x1, x2, two, inverse):
 @njit(cache=True, error_model="numpy")
 def _quat_times_vector(q0, q1, q2, q3, w0, w1, w2):
     """``quat_times_vector``: ``q ⊗ (0, w)``."""
+    vectors_256()
     t0, t1, t2 = q1 * w0, q2 * w1, q3 * w2
     o0 = t0 + t1
     o0 = o0 + t2
@@ -122,6 +167,7 @@ def _quat_times_vector(q0, q1, q2, q3, w0, w1, w2):
 @njit(cache=True, error_model="numpy")
 def _integrate_rate(q0, q1, q2, q3, w0, w1, w2, dt, half):
     """``integrate_rate``: ``q + (q ⊗ (0, w))·dt·0.5`` (unnormalized)."""
+    vectors_256()
     p0, p1, p2, p3 = _quat_times_vector(q0, q1, q2, q3, w0, w1, w2)
     p0, p1, p2, p3 = p0 * dt, p1 * dt, p2 * dt, p3 * dt
     p0, p1, p2, p3 = p0 * half, p1 * half, p2 * half, p3 * half
@@ -131,6 +177,7 @@ def _integrate_rate(q0, q1, q2, q3, w0, w1, w2, dt, half):
 @njit(cache=True, error_model="numpy")
 def _reference_field(h0, h1, h2, scale, one, zero):
     """``reference_field``: ``scale·[sqrt(h0² + h1²), 0, h2]`` (the middle row: the storage's 0)."""
+    vectors_256()
     bx = h0 * h0 + h1 * h1
     bx = math.sqrt(bx)
     by = zero  # the tape's never-written middle row (0), multiplied by the scale below all the same
@@ -143,6 +190,7 @@ def _reference_field(h0, h1, h2, scale, one, zero):
 @njit(cache=True, error_model="numpy")
 def _normalize4(x0, x1, x2, x3, tiny, keep_zero):
     """``normalize_rows``: ``x / sqrt(x·x)`` (``keep_zero``: the norm bounded below by ``tiny``)."""
+    vectors_256()
     s0, s1, s2, s3 = x0 * x0, x1 * x1, x2 * x2, x3 * x3
     n = s0 + s1
     n = n + s2
@@ -174,6 +222,7 @@ _HQ, _HB, _HKP, _HKI, _HDT, _HG, _HA, _HM = 0, 6, 9, 10, 11, 12, 17, 22
 def _normalize_samples(S, c, B, ra, rm, rflag, magnetometer, flag):
     """``normalize3`` of the accelerometer rows (and the magnetometer's), in place; ``flag``: the
     accelerometer's non-zero flag into row ``rflag``. The row arguments are literals at every call."""
+    vectors_256()
     tiny, one, zero = c[2], c[3], c[4]
     for j in range(B):
         a0, a1, a2, f = _normalize3(S[ra * B + j], S[(ra + 1) * B + j], S[(ra + 2) * B + j], tiny, one, zero)
@@ -194,6 +243,7 @@ def _normalize_samples(S, c, B, ra, rm, rflag, magnetometer, flag):
 def _madgwick(S, c, mask, masked, magnetometer):
     """The update of every env (``S`` flat, Madgwick's layout); envs out of ``mask`` (if ``masked``)
     keep their quaternion."""
+    vectors_256()
     two, half, tiny, one, zero, scale = c[0], c[1], c[2], c[3], c[4], c[5]
     B = mask.shape[0]
     _normalize_samples(S, c, B, _GA, _GM, _GFLAG, magnetometer, True)
@@ -242,12 +292,14 @@ def _madgwick(S, c, mask, masked, magnetometer):
 @njit(cache=True, error_model="numpy")
 def madgwick6(S: np.ndarray, c: np.ndarray, mask: np.ndarray, masked: bool) -> None:
     """Madgwick's 6-axis update of every env, in place (see the module docstring)."""
+    vectors_256()
     _madgwick(S, c, mask, masked, False)
 
 
 @njit(cache=True, error_model="numpy")
 def madgwick9(S: np.ndarray, c: np.ndarray, mask: np.ndarray, masked: bool) -> None:
     """Madgwick's 9-axis update (earth-field scale ``c[5]``) of every env, in place."""
+    vectors_256()
     _madgwick(S, c, mask, masked, True)
 
 
@@ -258,6 +310,7 @@ def madgwick9(S: np.ndarray, c: np.ndarray, mask: np.ndarray, masked: bool) -> N
 def _mahony(S, c, mask, masked, magnetometer):
     """The update of every env (``S`` flat, Mahony's layout); envs out of ``mask`` (if ``masked``) keep
     their quaternion and bias estimate."""
+    vectors_256()
     two, half, one, zero = c[0], c[1], c[3], c[4]
     tiny = c[2]
     B = mask.shape[0]
@@ -296,10 +349,12 @@ def _mahony(S, c, mask, masked, magnetometer):
 @njit(cache=True, error_model="numpy")
 def mahony6(S: np.ndarray, c: np.ndarray, mask: np.ndarray, masked: bool) -> None:
     """Mahony's 6-axis update of every env, in place (see the module docstring)."""
+    vectors_256()
     _mahony(S, c, mask, masked, False)
 
 
 @njit(cache=True, error_model="numpy")
 def mahony9(S: np.ndarray, c: np.ndarray, mask: np.ndarray, masked: bool) -> None:
     """Mahony's 9-axis update of every env, in place."""
+    vectors_256()
     _mahony(S, c, mask, masked, True)

@@ -199,8 +199,9 @@ def test_a_kernel_table_refuses_a_buffer_it_cannot_view_from_its_address():
 
 
 def test_with_numba_compiling_nothing_the_op_route_runs():
-    """``NUMBA_DISABLE_JIT=1`` runs njit functions as Python, where the kernels' address-to-pointer
-    intrinsic cannot run: the sensor then takes the op route (and reads what it reads compiled)."""
+    """``NUMBA_DISABLE_JIT=1`` runs njit functions as Python, where the kernels' intrinsics (the views
+    from addresses, the vector-width mark) cannot run: the sensor then takes the op route (and reads what
+    it reads compiled)."""
     code = (
         "import numpy as np, sensorgym as sg\n"
         "from sensorgym.sensors.mujoco.attitude import truth_key\n"
@@ -221,6 +222,56 @@ def test_with_numba_compiling_nothing_the_op_route_runs():
         runs[jit] = done.stdout.strip()
     assert runs["1"].startswith("True") and runs["0"].startswith("False")
     assert runs["1"].split(" ", 1)[1] == runs["0"].split(" ", 1)[1]  # the same readings
+
+
+_COMPILED = """
+import json, re, sys
+import numpy as np, llvmlite.binding as ll, sensorgym as sg
+from numba.core.registry import CPUDispatcher
+from sensorgym.estimators import kernels as E
+from sensorgym.sensors.mujoco import attitude_kernel as K
+from sensorgym.sensors.mujoco.attitude import truth_key
+ALL = ("projected_gravity", "quaternion", "roll_pitch", "bias", "ang_vel")
+for estimator, magnetometer in (("madgwick", False), ("mahony", True)):
+    mgr = sg.SensorManager(num_envs=3, dt=0.01, seed=0)
+    s = mgr.add_sensor(sg.AttitudeOptions(body="torso", estimator=estimator, outputs=ALL,
+                                          estimator_magnetometer=magnetometer, mag_noise=0.05))
+    state = {s.state_key: np.tile(np.float32([0.5, 0, 9.8, 0.1, 0, 0, 0.3, 0, 0.4]), (3, 1)),
+             truth_key(s.options): np.tile(np.float32([1, 0, 0, 0]), (3, 1))}
+    mgr.reset(state)
+    for _ in range(3):
+        mgr.step(state)
+found = {}
+for module in (E, K):
+    for name, f in vars(module).items():
+        if not isinstance(f, CPUDispatcher) or not f.overloads:
+            continue
+        for sig, ir in f.inspect_llvm().items():
+            head = next(l for l in ir.splitlines() if l.startswith("define") and f"{len(name)}{name}B" in l
+                        and "cpython" not in l and "cfunc" not in l)
+            group = re.search(r"#(\\d+)", head.split(")")[-1]).group(1)
+            attributes = next(l for l in ir.splitlines() if l.startswith(f"attributes #{group} "))
+            asm = f.inspect_asm(sig)
+            found[f"{name}{sig}"] = ['"min-legal-vector-width"="256"' in attributes, "zmm" in asm]
+print(json.dumps({"avx512": bool(ll.get_host_cpu_features().get("avx512f")), "found": found}))
+"""
+
+
+def test_the_compiled_kernels_keep_to_256_bit_vectors(tmp_path):
+    """Every compiled kernel keeps ``vectors_256``'s mark once LLVM has inlined its helpers into it (LLVM
+    drops the mark from a function when it inlines a callee without it) and, on a CPU with AVX-512, its
+    machine code uses no 512-bit (zmm) register. Compiled afresh in a subprocess (numba shows no code it
+    loaded from its cache): every kernel a Madgwick 6-axis and a Mahony 9-axis sensor with every output
+    run, the estimators' own kernels among them."""
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _COMPILED], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = __import__("json").loads(done.stdout.strip().splitlines()[-1])
+    names = {key.split("(")[0] for key in report["found"]}
+    assert {"truth_outputs", "madgwick6_outputs", "mahony9_outputs", "madgwick6", "mahony9"} <= names
+    assert {key for key, (marked, _) in report["found"].items() if not marked} == set()
+    if report["avx512"]:
+        assert {key for key, (_, zmm) in report["found"].items() if zmm} == set()
 
 
 def test_a_true_orientation_that_requires_grad_builds_no_graph_and_the_manager_copies():

@@ -49,11 +49,20 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import carray, njit, types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
-from ...estimators.kernels import MADGWICK_ROWS, MAHONY_ROWS, madgwick6, madgwick9, mahony6, mahony9
+from ...estimators.kernels import (
+    MADGWICK_ROWS,
+    MAHONY_ROWS,
+    madgwick6,
+    madgwick9,
+    mahony6,
+    mahony9,
+    vectors_256,
+)
 
 __all__ = [
     "CONSTS",
@@ -131,22 +140,41 @@ def entry(kernel: Any, truth: bool) -> Any:
     return kernel if compile_for is None else compile_for(signature)
 
 
-@intrinsic
-def _pointer(typingctx: Any, address: Any) -> Any:
-    """An int64 address as a pointer (what ``carray`` views)."""
-    if address != types.int64:
-        return None
+def _viewer(dtype: Any, ndim: int) -> Any:
+    """An intrinsic ``view(address, shape)``: the memory at the int64 ``address`` as a C-ordered array of
+    ``dtype`` and ``shape`` (an ``ndim``-tuple of int64), built in place. What ``numba.carray`` does, but
+    without a call to a separately compiled function, which LLVM would inline and so drop this module's
+    vector-width mark (:func:`~sensorgym.estimators.kernels.vectors_256`)."""
+    array = types.Array(dtype, ndim, "C")
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.inttoptr(args[0], cgutils.voidptr_t)
+    @intrinsic
+    def view(typingctx: Any, address: Any, shape: Any) -> Any:
+        if address != types.int64 or shape != types.UniTuple(types.int64, ndim):
+            return None
 
-    return types.voidptr(types.int64), codegen
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            out = make_array(array)(context, builder)
+            extents = cgutils.unpack_tuple(builder, args[1], ndim)
+            strides = [context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(dtype)))]
+            for k in range(ndim - 1, 0, -1):  # C order: the last axis contiguous
+                strides.insert(0, builder.mul(strides[0], extents[k]))
+            data = builder.inttoptr(args[0], out.data.type)
+            populate_array(out, data=data, shape=extents, strides=strides, itemsize=strides[-1], meminfo=None)
+            return out._getvalue()
+
+        return array(address, shape), codegen
+
+    return view
+
+
+_view_f32, _view_i64_2d = _viewer(types.float32, 1), _viewer(types.int64, 2)
+_view_bool = _viewer(types.boolean, 1)
 
 
 @njit(cache=True, inline="always")
 def _f32(t, slot, size):
     """The float32 buffer at ``t[slot]`` as a flat C-ordered array of ``size``."""
-    return carray(_pointer(t[slot]), (size,), np.float32)
+    return _view_f32(t[slot], (size,))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -186,6 +214,7 @@ def _angle_and_bias_blocks(qf, sk, sb, bias, bk, br, plan, n, c, o, C, ang):
     """The roll/pitch blocks' ``atan2`` and ``asin`` arguments into ``ang`` (flat ``(3, B n)``; the
     executor's functions finish them) and the bias blocks into ``o`` (component ``k`` of column ``r`` at
     ``bias[k bk + r br]``); strides as variables (rarer outputs)."""
+    vectors_256()
     two, mtwo, one, mone = c[0], c[1], c[2], c[3]
     envs = o.shape[0] // C
     bn = envs * n
@@ -215,7 +244,7 @@ def _fill(qf, sk, sb, t):
     envs, n, w, C = t[ENVS], t[N], t[W], t[COLS]
     bn = envs * n
     x = _f32(t, X, (envs - 1) * w + 9 * n)
-    plan = carray(_pointer(t[PLAN]), (t[PLAN_ROWS], 3), np.int64)
+    plan = _view_i64_2d(t[PLAN], (t[PLAN_ROWS], 3))
     c, o = _f32(t, FILL_CONSTS, 4), _f32(t, OUT, envs * C)
     if n == 1 and w == 9 and C == 3:
         _blocks(qf, sk, sb, x, 9, plan, 1, c, o, 3)
@@ -234,19 +263,22 @@ def fill(q: np.ndarray, t: np.ndarray) -> None:
     from the orientation rows ``q`` ``(4, B n)`` (C order), but roll/pitch's, whose ``atan2`` arguments go
     to ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module docstring). One loop over the envs per
     block: no branch inside it."""
-    _fill(q.reshape(-1), q.shape[1], 1, t)
+    vectors_256()
+    _fill(_view_f32(np.int64(q.ctypes.data), (q.size,)), q.shape[1], 1, t)
 
 
 @njit(cache=True, error_model="numpy")
 def truth_outputs(truth: np.ndarray, t: np.ndarray) -> None:
     """:func:`fill` from the true orientations ``truth`` ``(B n, 4)`` (C order: the state's own array, or
     the class's copy of several sensors'), read where they lie."""
-    _fill(truth.reshape(-1), 1, 4, t)
+    vectors_256()
+    _fill(_view_f32(np.int64(truth.ctypes.data), (truth.size,)), 1, 4, t)
 
 
 @njit(cache=True, error_model="numpy")
 def scatter(angles: np.ndarray, plan: np.ndarray, n: int, out: np.ndarray) -> None:
     """Roll/pitch ``angles`` ``(2, B n)`` into their return columns of ``out``."""
+    vectors_256()
     for i in range(plan.shape[0]):
         if plan[i, 0] == 2:
             j, col = plan[i, 1], plan[i, 2]
@@ -295,7 +327,7 @@ def _update_and_fill(kind, t):
     envs, n, w = t[ENVS], t[N], t[W]
     bn = envs * n
     x, S = _f32(t, X, (envs - 1) * w + 9 * n), _f32(t, STATE, t[STATE_SIZE])
-    consts, mask = _f32(t, EST_CONSTS, 6), carray(_pointer(t[MASK]), (bn,), np.bool_)
+    consts, mask = _f32(t, EST_CONSTS, 6), _view_bool(t[MASK], (bn,))
     nine = kind == 1 or kind == 3
     if kind < 2:
         _load(x, w, S, n, bn, _MG, _MA, _MM, nine)
@@ -318,22 +350,26 @@ def _update_and_fill(kind, t):
 @njit(cache=True, error_model="numpy")
 def madgwick6_outputs(t: np.ndarray) -> None:
     """Madgwick 6-axis: samples in, update, outputs out (see :func:`_update_and_fill`)."""
+    vectors_256()
     _update_and_fill(0, t)
 
 
 @njit(cache=True, error_model="numpy")
 def madgwick9_outputs(t: np.ndarray) -> None:
     """Madgwick 9-axis (see :func:`_update_and_fill`)."""
+    vectors_256()
     _update_and_fill(1, t)
 
 
 @njit(cache=True, error_model="numpy")
 def mahony6_outputs(t: np.ndarray) -> None:
     """Mahony 6-axis (see :func:`_update_and_fill`)."""
+    vectors_256()
     _update_and_fill(2, t)
 
 
 @njit(cache=True, error_model="numpy")
 def mahony9_outputs(t: np.ndarray) -> None:
     """Mahony 9-axis (see :func:`_update_and_fill`)."""
+    vectors_256()
     _update_and_fill(3, t)
