@@ -8,15 +8,16 @@ costs.
 
 For each batch size B and executor: ``SensorManager(num_envs=B, dt=0.02)`` with one ``IMUOptions(body=
 "torso", acc_noise=0.05, gyro_noise=0.01, mag_noise=0.1)``, and the same with ``AttitudeOptions`` (6-axis
-Madgwick or Mahony, output the projected gravity; with ``--outputs`` more). The time of ``mgr.step`` on a
-fixed ``(B, 9)`` float32 state, the managers stepped in alternation round by round (so a load change
-hits both), the best round of each. The compiled kernels run where numba is installed (the ``fast``
-extra); ``--no-kernels`` times the op-by-op route.
+Madgwick or Mahony, with ``--magnetometer`` 9-axis; output the projected gravity; with ``--outputs``
+more). The time of ``mgr.step`` on a fixed ``(B, 9)`` float32 state, the managers stepped in alternation
+round by round (so a load change hits both), the best round of each. The compiled kernels run where numba
+is installed (the ``fast`` extra); ``--no-kernels`` times the op-by-op route.
 
 Usage:
     python benchmarks/bench_attitude.py                    # B in {1, 64, 4096}, both executors
     python benchmarks/bench_attitude.py --sizes 1 4096 --rounds 9
-    python benchmarks/bench_attitude.py --sizes 1 4096 --processes 7 --rounds 9 --round-time 0.2
+    python benchmarks/bench_attitude.py --sizes 1 4096 --processes 11 --rounds 9 --round-time 0.2
+    python benchmarks/bench_attitude.py --sizes 1 4096 --processes 11 --magnetometer   # the 9-axis forms
 """
 
 from __future__ import annotations
@@ -93,12 +94,13 @@ ARMS = ("imu", "projection", "none", "madgwick", "mahony")
 def measure(b: int, executor: str, args: argparse.Namespace) -> dict[str, float]:
     """Seconds per step of each arm in this process, the best of ``args.rounds`` interleaved rounds."""
     outputs = tuple(args.outputs)
+    nine = dict(outputs=outputs, estimator_magnetometer=args.magnetometer)
     arms = {
         "imu": manager(b, executor, sg.IMUOptions(**IMU)),
         "projection": manager(b, executor, ProjectionOnlyOptions(**IMU)),
         "none": manager(b, executor, sg.AttitudeOptions(**IMU, estimator="none", outputs=outputs)),
-        "madgwick": manager(b, executor, sg.AttitudeOptions(**IMU, outputs=outputs)),
-        "mahony": manager(b, executor, sg.AttitudeOptions(**IMU, estimator="mahony", outputs=outputs)),
+        "madgwick": manager(b, executor, sg.AttitudeOptions(**IMU, **nine)),
+        "mahony": manager(b, executor, sg.AttitudeOptions(**IMU, **nine, estimator="mahony")),
     }
     best = dict.fromkeys(arms, float("inf"))
     for _ in range(args.rounds):
@@ -124,7 +126,8 @@ def in_processes(args: argparse.Namespace) -> dict[tuple[int, str], dict[str, fl
         command = [sys.executable, __file__, "--json", "--processes", "1", "--rounds", str(args.rounds),
                    "--round-time", str(args.round_time), "--sizes", *map(str, args.sizes),
                    "--executors", *args.executors, "--outputs", *args.outputs,
-                   *(["--no-kernels"] if args.no_kernels else [])]  # fmt: skip
+                   *(["--no-kernels"] if args.no_kernels else []),
+                   *(["--magnetometer"] if args.magnetometer else [])]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         runs.append({(b, e): best for b, e, best in json.loads(done.stdout)})
     return {key: {arm: statistics.median(r[key][arm] for r in runs) for arm in ARMS} for key in runs[0]}
@@ -138,6 +141,7 @@ def main() -> None:
     parser.add_argument("--round-time", type=float, default=0.15)
     parser.add_argument("--outputs", nargs="+", default=["projected_gravity"])
     parser.add_argument("--no-kernels", action="store_true")
+    parser.add_argument("--magnetometer", action="store_true", help="the estimators' 9-axis forms")
     parser.add_argument("--processes", type=int, default=1, help="median over this many fresh processes")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one process's bests
     args = parser.parse_args()
@@ -148,7 +152,8 @@ def main() -> None:
         return
     route = "op tape" if args.no_kernels or not kernels_available() else "compiled kernels"
     how = f"median over {args.processes} processes of the " if args.processes > 1 else ""
-    print(f"route: {route}; outputs {args.outputs}; {how}best of {args.rounds} rounds, interleaved; 1 thread")
+    form = "9-axis" if args.magnetometer else "6-axis"
+    print(f"route: {route}; {form}; outputs {args.outputs}; {how}best of {args.rounds} rounds, interleaved")
     print(
         "| B | executor | IMU step (µs) | projection only (µs) | added | attitude outputs, no estimator (µs) "
         "| added | + Madgwick (µs) | added | + Mahony (µs) | added "

@@ -40,8 +40,11 @@ measured branch's former 13 arguments (10 arrays) costs 0.65-0.8 µs a call at `
 0.14 µs, and its compiled entry point (:func:`entry`) 0.07 µs (measured), while the kernel's own work
 there is under 0.3 µs. Inside, :func:`_f32` views each buffer from its address as a C-ordered array,
 which is what the array form indexed (flat views of contiguous buffers), so the compiled loops are the
-same. The table holds addresses only: :class:`Table` keeps the arrays it was made from (so their memory
-lives as long as the table), and its caller keeps the table with the buffers it binds.
+same (and, unlike ``numba.carray``, no separately compiled function is inlined into the kernel: every
+compiled function here first calls :func:`~sensorgym.estimators.kernels.vectors_256`, which keeps its loops
+to 256-bit vectors, and LLVM would drop that mark on inlining a callee without it). The table holds
+addresses only: :class:`Table` keeps the arrays it was made from (so their memory lives as long as the
+table), and its caller keeps the table with the buffers it binds.
 """
 
 from __future__ import annotations
