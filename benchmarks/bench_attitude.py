@@ -153,7 +153,8 @@ def main() -> None:
     route = "op tape" if args.no_kernels or not kernels_available() else "compiled kernels"
     how = f"median over {args.processes} processes of the " if args.processes > 1 else ""
     form = "9-axis" if args.magnetometer else "6-axis"
-    print(f"route: {route}; {form}; outputs {args.outputs}; {how}best of {args.rounds} rounds, interleaved")
+    rounds = f"{how}best of {args.rounds} rounds, interleaved; 1 thread"
+    print(f"route: {route}; {form}; outputs {args.outputs}; {rounds}")
     print(
         "| B | executor | IMU step (µs) | projection only (µs) | added | attitude outputs, no estimator (µs) "
         "| added | + Madgwick (µs) | added | + Mahony (µs) | added "

@@ -232,7 +232,7 @@ from sensorgym.estimators import kernels as E
 from sensorgym.sensors.mujoco import attitude_kernel as K
 from sensorgym.sensors.mujoco.attitude import truth_key
 ALL = ("projected_gravity", "quaternion", "roll_pitch", "bias", "ang_vel")
-for estimator, magnetometer in (("madgwick", False), ("mahony", True)):
+for estimator, magnetometer in [(e, m) for e in ("madgwick", "mahony") for m in (False, True)]:
     mgr = sg.SensorManager(num_envs=3, dt=0.01, seed=0)
     s = mgr.add_sensor(sg.AttitudeOptions(body="torso", estimator=estimator, outputs=ALL,
                                           estimator_magnetometer=magnetometer, mag_noise=0.05))
@@ -241,18 +241,22 @@ for estimator, magnetometer in (("madgwick", False), ("mahony", True)):
     mgr.reset(state)
     for _ in range(3):
         mgr.step(state)
+b = 2  # the fill on its own (the outputs after an estimator of one's own), as the sensor calls it
+q, ang, bias, out = (np.zeros(shape, np.float32) for shape in ((4, b), (3, b), (3, b), (b, 4)))
+K.fill(q, K.Table(np.zeros(9 * b, np.float32), 9, np.array([[1, 0, 0]]), 1, out, ang, bias).table)
 found = {}
 for module in (E, K):
     for name, f in vars(module).items():
         if not isinstance(f, CPUDispatcher) or not f.overloads:
             continue
         for sig, ir in f.inspect_llvm().items():
-            head = next(l for l in ir.splitlines() if l.startswith("define") and f"{len(name)}{name}B" in l
+            lines = ir.splitlines()
+            head = next(l for l in lines if l.startswith("define") and f"{len(name)}{name}B" in l
                         and "cpython" not in l and "cfunc" not in l)
-            group = re.search(r"#(\\d+)", head.split(")")[-1]).group(1)
-            attributes = next(l for l in ir.splitlines() if l.startswith(f"attributes #{group} "))
-            asm = f.inspect_asm(sig)
-            found[f"{name}{sig}"] = ['"min-legal-vector-width"="256"' in attributes, "zmm" in asm]
+            group = re.search(r"#(\\d+)", head.split(")")[-1])  # the function's attribute group, if any
+            attributes = [l for l in lines if group and l.startswith(f"attributes #{group.group(1)} ")]
+            marked = any('"min-legal-vector-width"="256"' in l for l in attributes)
+            found[f"{name}{sig}"] = [marked, "zmm" in f.inspect_asm(sig)]
 print(json.dumps({"avx512": bool(ll.get_host_cpu_features().get("avx512f")), "found": found}))
 """
 
@@ -261,17 +265,40 @@ def test_the_compiled_kernels_keep_to_256_bit_vectors(tmp_path):
     """Every compiled kernel keeps ``vectors_256``'s mark once LLVM has inlined its helpers into it (LLVM
     drops the mark from a function when it inlines a callee without it) and, on a CPU with AVX-512, its
     machine code uses no 512-bit (zmm) register. Compiled afresh in a subprocess (numba shows no code it
-    loaded from its cache): every kernel a Madgwick 6-axis and a Mahony 9-axis sensor with every output
-    run, the estimators' own kernels among them."""
+    loaded from its cache): every kernel that the four built-in forms (Madgwick and Mahony, 6- and 9-axis)
+    with every output run, and the fill on its own."""
     env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", _COMPILED], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     report = __import__("json").loads(done.stdout.strip().splitlines()[-1])
     names = {key.split("(")[0] for key in report["found"]}
-    assert {"truth_outputs", "madgwick6_outputs", "mahony9_outputs", "madgwick6", "mahony9"} <= names
+    forms = ("madgwick6", "madgwick9", "mahony6", "mahony9")
+    assert {*forms, *(f"{f}_outputs" for f in forms), "truth_outputs", "fill", "scatter"} <= names
     assert {key for key, (marked, _) in report["found"].items() if not marked} == set()
     if report["avx512"]:
         assert {key for key, (_, zmm) in report["found"].items() if zmm} == set()
+
+
+def test_the_compiled_fill_refuses_orientations_it_would_misread():
+    """``fill`` and ``truth_outputs`` view their orientations' memory as flat float32 in C order: any
+    other dtype or layout is a typing error when they compile, not values read wrongly."""
+    from numba.core.errors import TypingError
+
+    from sensorgym.sensors.mujoco.attitude_kernel import Table, fill, truth_outputs
+
+    x, plan = np.zeros(9 * 2, np.float32), np.array([[1, 0, 0]], np.int64)  # the quaternion block
+    out, ang, bias = np.zeros((2, 4), np.float32), np.zeros((3, 2), np.float32), np.zeros((3, 2), np.float32)
+    table = Table(x, 9, plan, 1, out, ang, bias).table
+    q = np.arange(8, dtype=np.float32).reshape(4, 2)
+    fill(q, table)
+    assert np.array_equal(out, q.T)
+    truth_outputs(np.ascontiguousarray(q.T[::-1]), table)
+    assert np.array_equal(out, q.T[::-1])
+    for bad in (q.astype(np.float64), np.asfortranarray(q), np.zeros((4, 4), np.float32)[:, ::2]):
+        with pytest.raises(TypingError):
+            fill(bad, table)
+        with pytest.raises(TypingError):
+            truth_outputs(bad, table)
 
 
 def test_a_true_orientation_that_requires_grad_builds_no_graph_and_the_manager_copies():

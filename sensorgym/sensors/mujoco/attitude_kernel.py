@@ -38,12 +38,12 @@ the true orientations, which are the state's own array and so a new one each ste
 call costs about 0.05 µs per array argument (it types and unboxes each): an empty kernel with the
 measured branch's former 13 arguments (10 arrays) costs 0.65-0.8 µs a call at ``B = 1``, one table
 0.14 µs, and its compiled entry point (:func:`entry`) 0.07 µs (measured), while the kernel's own work
-there is under 0.3 µs. Inside, :func:`_f32` views each buffer from its address as a C-ordered array,
-which is what the array form indexed (flat views of contiguous buffers), so the compiled loops are the
-same (and, unlike ``numba.carray``, no separately compiled function is inlined into the kernel: every
-compiled function here first calls :func:`~sensorgym.estimators.kernels.vectors_256`, which keeps its loops
-to 256-bit vectors, and LLVM would drop that mark on inlining a callee without it). The table holds
-addresses only: :class:`Table` keeps the arrays it was made from (so their memory lives as long as the
+there is under 0.3 µs. Inside, :func:`_f32` views each buffer from its address as a C-ordered array, which is
+what the array form indexed (flat views of contiguous buffers), so the compiled loops are the same (and,
+unlike ``numba.carray``, no separately compiled function is inlined into the kernel: every compiled function
+here that numba does not inline itself first calls :func:`~sensorgym.estimators.kernels.vectors_256`, which
+keeps its loops to 256-bit vectors, and LLVM would drop that mark on inlining a callee without it). The table
+holds addresses only: :class:`Table` keeps the arrays it was made from (so their memory lives as long as the
 table), and its caller keeps the table with the buffers it binds.
 """
 
@@ -174,6 +174,26 @@ _view_f32, _view_i64_2d = _viewer(types.float32, 1), _viewer(types.int64, 2)
 _view_bool = _viewer(types.boolean, 1)
 
 
+@intrinsic
+def _flat(typingctx: Any, a: Any) -> Any:
+    """A float32 C-ordered array of any shape as a flat view of its memory, built in place (what
+    ``a.reshape(-1)`` gives, without its separately compiled call: see :func:`_viewer`). Any other dtype or
+    layout is refused when the calling kernel compiles (a typing error), not read wrongly."""
+    if not (isinstance(a, types.Array) and a.dtype == types.float32 and a.layout == "C"):
+        return None
+    flat = types.Array(types.float32, 1, "C")
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        source = make_array(a)(context, builder, value=args[0])
+        out = make_array(flat)(context, builder)
+        itemsize = context.get_constant(types.intp, 4)
+        populate_array(out, data=source.data, shape=[source.nitems], strides=[itemsize], itemsize=itemsize,
+                       meminfo=None)  # fmt: skip
+        return out._getvalue()
+
+    return flat(a), codegen
+
+
 @njit(cache=True, inline="always")
 def _f32(t, slot, size):
     """The float32 buffer at ``t[slot]`` as a flat C-ordered array of ``size``."""
@@ -263,19 +283,19 @@ def _fill(qf, sk, sb, t):
 @njit(cache=True, error_model="numpy")
 def fill(q: np.ndarray, t: np.ndarray) -> None:
     """Every output block ``plan[i] = (output, sensor j, first column)`` of every env into the table's slot
-    from the orientation rows ``q`` ``(4, B n)`` (C order), but roll/pitch's, whose ``atan2`` arguments go
-    to ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the module docstring). One loop over the envs per
-    block: no branch inside it."""
+    from the orientation rows ``q`` ``(4, B n)`` (float32, C order; anything else is refused), but
+    roll/pitch's, whose ``atan2`` arguments go to ``ang[0:2]`` and ``asin``'s to ``ang[2]`` (see the
+    module docstring). One loop over the envs per block: no branch inside it."""
     vectors_256()
-    _fill(_view_f32(np.int64(q.ctypes.data), (q.size,)), q.shape[1], 1, t)
+    _fill(_flat(q), q.shape[1], 1, t)
 
 
 @njit(cache=True, error_model="numpy")
 def truth_outputs(truth: np.ndarray, t: np.ndarray) -> None:
-    """:func:`fill` from the true orientations ``truth`` ``(B n, 4)`` (C order: the state's own array, or
-    the class's copy of several sensors'), read where they lie."""
+    """:func:`fill` from the true orientations ``truth`` ``(B n, 4)`` (float32, C order: the state's own
+    array, or the class's copy of several sensors'), read where they lie."""
     vectors_256()
-    _fill(_view_f32(np.int64(truth.ctypes.data), (truth.size,)), 1, 4, t)
+    _fill(_flat(truth), 1, 4, t)
 
 
 @njit(cache=True, error_model="numpy")
