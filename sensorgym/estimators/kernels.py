@@ -64,18 +64,18 @@ def vectors_256(typingctx: Any) -> Any:
     """Marks the compiled function it is called in to use vectors of at most 256 bits (LLVM's
     ``"min-legal-vector-width"="256"`` and ``"prefer-vector-width"="256"``, as Clang sets them).
 
-    Why: on a CPU with AVX-512, LLVM otherwise legalizes wide vectors in 512-bit (zmm) registers: the
-    kernels' strided loads and stores (gathers and scatters over interleaved rows) took zmm index
-    registers. After any zmm code the core runs slower for about a millisecond (its AVX-512 frequency
-    licence): torch's noise draws in the IMU's own step, right after these kernels, took 8% longer,
-    about 13 µs of a 220 µs step at ``B = 4096`` (measured; 256-bit code leaves them as they are). With
-    the mark the same loops compile to 256-bit (ymm) vectors, about as fast alone, and the attitude sensor's
-    step at ``B = 4096`` adds 15-17% to the IMU's instead of 21-27% (docs/estimators.md, "Speed").
+    Why: on a CPU with AVX-512, LLVM otherwise legalizes wide vectors in 512-bit (zmm) registers: the kernels'
+    strided loads and stores (gathers and scatters over interleaved rows) took zmm index registers. After any
+    zmm code the core runs slower for about a millisecond (measured; presumably its AVX-512 frequency
+    licence): torch's noise draws in the IMU's own step, right after these kernels, took 8% longer, about 13
+    µs of a 220 µs step at ``B = 4096`` (measured; 256-bit code leaves them as they are). With the mark the
+    same loops compile to 256-bit (ymm) vectors, about as fast alone, and the attitude sensor's step at ``B =
+    4096`` adds 15-17% to the IMU's instead of 21-27% (docs/estimators.md, "Speed").
 
     LLVM drops ``min-legal-vector-width`` from a function when it inlines a callee without it, so every
     compiled function here and in :mod:`sensorgym.sensors.mujoco.attitude_kernel` that numba itself does
-    not inline (``inline="always"``) calls this first
-    (tests/sensors/test_attitude_kernel.py checks the compiled code). Elsewhere (no AVX-512, not x86) the
+    not inline (``inline="always"``) calls this first (tests/sensors/test_attitude_kernel.py checks the
+    compiled code). Elsewhere (no AVX-512, not x86) the
     attributes change nothing. The values are the same either way: each operation is correctly rounded
     per lane whatever the vector width."""
 

@@ -232,7 +232,7 @@ def _asin(numpy: bool, x: Any, out: Any) -> None:
 
 def _kernel(device: torch.device) -> Any:
     """Whether the compiled fill can run: CPU memory, numba importable and compiling (``NUMBA_DISABLE_JIT``
-    runs njit functions as Python, where the kernels' address-to-pointer intrinsic cannot run), kernels on
+    runs njit functions as Python, where the kernels' intrinsics cannot run), kernels on
     (else None)."""
     from ...estimators import dispatch
 
